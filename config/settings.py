@@ -1,0 +1,339 @@
+"""Tollgate settings, all read from the environment (README "Configuration" lists them).
+
+One file for every deployment: production sets variables (or NAME_FILE for Docker secrets);
+the embedded default (SQLite + a file-system broker under var/) needs no server at all.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
+def _read_dotenv(path: Path) -> None:
+    """Load KEY=VALUE lines from a local .env without overriding the real environment."""
+    if not path.is_file():
+        return
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ImproperlyConfigured(f"{path}:{number}: expected KEY=VALUE")
+        os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """The value of NAME, or the content of the file named by NAME_FILE (Docker secrets)."""
+    file_path = os.environ.get(f"{name}_FILE")
+    if file_path:
+        try:
+            return Path(file_path).read_text().strip()
+        except OSError as error:
+            raise ImproperlyConfigured(f"{name}_FILE={file_path}: {error.strerror}") from error
+    return os.environ.get(name, default)
+
+
+def envbool(name: str, default: bool) -> bool:
+    value = env(name)
+    if value is None:
+        return default
+    if value.strip().lower() in TRUE_WORDS:
+        return True
+    if value.strip().lower() in FALSE_WORDS:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {value!r}")
+
+
+def envint(name: str, default: int) -> int:
+    value = env(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from error
+
+
+def envlist(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in (env(name, default) or "").split(",") if item.strip()]
+
+
+_read_dotenv(BASE_DIR / ".env")
+
+VAR_DIR = Path(env("TOLLGATE_VAR_DIR") or BASE_DIR / "var")
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = envbool("DEBUG", False)
+SECRET_KEY = env("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) is required when DEBUG is off")
+    SECRET_KEY = "django-insecure-tollgate-development-only"
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+SITE_URL = env("SITE_URL", "http://127.0.0.1:8000")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "gates",
+    "runners",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ----------------------------------------------------------------------------
+DATABASES = {
+    "default": dj_database_url.parse(
+        env("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'tollgate.sqlite3'}",
+        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web process read while a worker writes; IMMEDIATE takes the write lock at
+    # BEGIN so two writers queue on busy_timeout instead of failing with "database is locked".
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache (shared by every process when CACHE_URL names Redis: throttles, health) ----------
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env("CACHE_URL")}
+        if env("CACHE_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
+# --- Authentication and sessions ---------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "gates:engagement-list"
+LOGOUT_REDIRECT_URL = "login"
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
+SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 8 * 3600)
+SESSION_COOKIE_SAMESITE = "Lax"
+
+# --- Security (python manage.py check --deploy --fail-level WARNING is clean without DEBUG) --
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", not DEBUG)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if envbool("TRUST_PROXY_SSL_HEADER", False):
+    # Only behind a proxy that strips and sets X-Forwarded-Proto itself.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Static files: plotly.js comes from the pinned plotly package, never a CDN -----------
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "config.staticfinders.PlotlyFinder",
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if envbool("STATIC_MANIFEST", not DEBUG)
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = envbool("WHITENOISE_USE_FINDERS", DEBUG)
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# --- Email ---------------------------------------------------------------------------------
+
+
+def _email_from_url(url: str) -> dict[str, object]:
+    """smtp://user:password@host:port?tls=1 (or smtps:// for implicit TLS)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("smtp", "smtps"):
+        raise ImproperlyConfigured(f"EMAIL_URL must start with smtp:// or smtps://, not {url!r}")
+    query = parse_qs(parts.query)
+    return {
+        "EMAIL_HOST": parts.hostname or "localhost",
+        "EMAIL_PORT": parts.port or (465 if parts.scheme == "smtps" else 25),
+        "EMAIL_HOST_USER": unquote(parts.username or ""),
+        "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+        "EMAIL_USE_SSL": parts.scheme == "smtps",
+        "EMAIL_USE_TLS": query.get("tls", ["0"])[0].lower() in TRUE_WORDS,
+    }
+
+
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", False)
+if env("EMAIL_URL"):
+    globals().update(_email_from_url(env("EMAIL_URL")))
+# Django's default is no timeout at all: a silent SMTP server would hold a worker forever.
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)
+EMAIL_BACKEND = env(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG and not env("EMAIL_URL")
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "tollgate@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+TOLLGATE_ONCALL_EMAILS = envlist("TOLLGATE_ONCALL_EMAILS")
+
+# --- Secrets at rest -------------------------------------------------------------------------
+# Base64 AES-256 keys, newest first: the first encrypts, every key may decrypt (rotation).
+TOLLGATE_ENCRYPTION_KEYS = envlist("TOLLGATE_ENCRYPTION_KEYS")
+# Ed25519 private key (PEM) that signs evidence bundles.
+TOLLGATE_SIGNING_KEY_FILE = env("TOLLGATE_SIGNING_KEY_FILE", str(VAR_DIR / "evidence-signing.pem"))
+
+# --- Celery ----------------------------------------------------------------------------------
+# Longer than any task (hard limit below) plus its wait in the prefetch buffer; otherwise Redis
+# hands a still-running task to a second worker.
+CELERY_VISIBILITY_TIMEOUT = envint("CELERY_VISIBILITY_TIMEOUT", 2 * 3600)
+CELERY_TASK_SOFT_TIME_LIMIT = 150
+CELERY_TASK_TIME_LIMIT = 180
+CELERY_BROKER_URL = env("CELERY_BROKER_URL") or "filesystem://"
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = VAR_DIR / "broker"
+    for _sub in ("queue", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+        "socket_timeout": 10,
+        "socket_connect_timeout": 5,
+        "socket_keepalive": True,
+        "health_check_interval": 30,
+        "retry_on_timeout": True,
+    }
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = 30
+CELERY_WORKER_ENABLE_SOFT_SHUTDOWN_ON_IDLE = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 3,
+    "interval_start": 0.2,
+    "interval_step": 0.5,
+    "interval_max": 2,
+}
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": 30.0},
+    "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": 60.0},
+    "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": 60.0},
+    "canary": {"task": "runners.canary", "schedule": 60.0},
+}
+# A run whose heartbeat is older than this is reaped as an infrastructure error.
+TOLLGATE_RUN_STALE_AFTER_S = envint("TOLLGATE_RUN_STALE_AFTER_S", 300)
+
+# --- REST API --------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "gates.api.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "gates.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": env("API_THROTTLE_RATE", "600/minute")},
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Tollgate API",
+    "DESCRIPTION": "Gates, runs, verdicts and evidence of KV-offload joint tests.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    "loggers": {"paramiko": {"level": "WARNING"}},
+}

@@ -1,0 +1,53 @@
+"""Failure classes shared by everything in runners/. Imports nothing from Django.
+
+A gate verdict must never read an infrastructure problem as a product failure, so every
+expected failure is raised as one of these and mapped to a run outcome by the task layer.
+"""
+
+from __future__ import annotations
+
+
+class RunnerError(Exception):
+    """Base of every expected failure; `outcome` is the run outcome it maps to."""
+
+    outcome = "internal_error"
+
+    def __init__(self, message: str, *, host: str | None = None, step: str | None = None):
+        self.reason = message
+        self.host = host
+        self.step = step
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        where = [f"host {self.host}" if self.host else "", f"step {self.step}" if self.step else ""]
+        prefix = ", ".join(part for part in where if part)
+        return f"{prefix}: {self.reason}" if prefix else self.reason
+
+
+class InfrastructureError(RunnerError):
+    """The host, the network or the harness failed; the product was not measured.
+
+    `permanent` errors (authentication refused, host key changed) will not heal by retrying.
+    """
+
+    outcome = "infra_error"
+
+    def __init__(self, message: str, *, permanent: bool = False, **where: str | None):
+        self.permanent = permanent
+        super().__init__(message, **where)
+
+
+class SpecError(RunnerError):
+    """A value from the gate spec, the host record or the profile is not acceptable."""
+
+    outcome = "spec_error"
+
+    def __init__(self, message: str, *, field: str | None = None, **where: str | None):
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message, **where)
+
+
+class BenchmarkError(RunnerError):
+    """The benchmark tool failed or produced output that cannot be trusted."""
+
+    outcome = "benchmark_error"

@@ -1,0 +1,24 @@
+"""Loaded with `-p tests.testenv` before Django starts: the environment every test run uses.
+
+Real PostgreSQL and Redis, as in CI; values already set in the environment win.
+"""
+
+import os
+
+TEST_ENVIRONMENT = {
+    "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/tollgate",
+    "CELERY_BROKER_URL": "redis://127.0.0.1:6379/14",
+    "CACHE_URL": "redis://127.0.0.1:6379/15",
+    "SECRET_KEY": "tests-only-8f3c1e0b7a6d4c2e9b5a1f0e3d7c6b4a2e8f1d0c9b7a5e3c",
+    "TOLLGATE_ENCRYPTION_KEYS": "dGVzdC1rZXktbmV3ZXN0LTAwMDAwMDAwMDAwMDAwMDA=,"
+    "dGVzdC1rZXktb2xkZXItMDAwMDAwMDAwMDAwMDAwMDA=",
+    "DEBUG": "false",
+    "SECURE_SSL_REDIRECT": "false",
+    "STATIC_MANIFEST": "false",
+    "WHITENOISE_USE_FINDERS": "true",
+    "ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
+    "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+    "TOLLGATE_VAR_DIR": os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"),
+}
+for _name, _value in TEST_ENVIRONMENT.items():
+    os.environ.setdefault(_name, _value)
