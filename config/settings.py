@@ -68,7 +68,10 @@ def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in (env(name, default) or "").split(",") if item.strip()]
 
 
-_read_dotenv(BASE_DIR / ".env")
+# A local .env (written by `make demo`/`make test` for development); TOLLGATE_ENV_FILE= disables.
+_dotenv = os.environ.get("TOLLGATE_ENV_FILE", str(BASE_DIR / ".env"))
+if _dotenv:
+    _read_dotenv(Path(_dotenv))
 
 VAR_DIR = Path(env("TOLLGATE_VAR_DIR") or BASE_DIR / "var")
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -93,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "gates",
     "runners",
 ]
@@ -185,6 +189,7 @@ if envbool("TRUST_PROXY_SSL_HEADER", False):
 # --- Static files: plotly.js comes from the pinned plotly package, never a CDN -----------
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
@@ -327,6 +332,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI served from our own static files (drf-spectacular-sidecar), never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

@@ -5,3 +5,5 @@ class GatesConfig(AppConfig):
     name = "gates"
     default_auto_field = "django.db.models.BigAutoField"
 
+    def ready(self) -> None:
+        from gates import signals  # noqa: F401  (keeps built-in profiles in sync on migrate)

@@ -1,0 +1,48 @@
+# Tollgate: `make demo` runs it on this machine; `make test` runs the whole suite (CI runs it).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_WORKERS ?= 2
+
+.PHONY: demo test lint format bench services system-packages clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.installed-base: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@ $(VENV)/.installed-base
+
+.env: | $(PY)
+	$(PY) -m config.devenv .env
+
+demo: $(VENV)/.installed-base .env
+	$(PY) manage.py demo
+
+system-packages:
+	bin/ensure-system-packages
+
+services:
+	bin/ensure-services
+
+test: $(VENV)/.installed-test .env system-packages services
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed-test
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: $(VENV)/.installed-test services
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf var/test var/broker .pytest_cache

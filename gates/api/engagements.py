@@ -1,0 +1,191 @@
+"""REST v1: engagements, gates and gate specs. HTTP only; services do the writing."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gates import services
+from gates.errors import NotAllowedError
+from gates.models import Decision, Engagement, Gate, GateSpec, Organization
+from gates.tenancy import get_visible_or_404, viewer_for_request, visible
+
+
+class GateBriefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Gate
+        fields = ["id", "kind", "state", "verdict", "stop_loss_review"]
+
+
+class EngagementSerializer(serializers.ModelSerializer):
+    organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    gates = GateBriefSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Engagement
+        fields = [
+            "id",
+            "organization",
+            "title",
+            "model_name",
+            "platform",
+            "planned_start",
+            "state",
+            "created_at",
+            "gates",
+        ]
+
+
+class EngagementListApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "EngagementCreate"
+
+        organization = serializers.SlugField()
+        title = serializers.CharField(max_length=200)
+        model_name = serializers.CharField(max_length=200)
+        platform = serializers.CharField(required=False, allow_blank=True, default="")
+        planned_start = serializers.DateField(required=False, allow_null=True, default=None)
+
+    @extend_schema(responses=EngagementSerializer(many=True))
+    def get(self, request):
+        viewer = viewer_for_request(request)
+        engagements = visible(Engagement, viewer).select_related("organization")
+        return Response(EngagementSerializer(engagements.prefetch_related("gates"), many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: EngagementSerializer})
+    def post(self, request):
+        viewer = viewer_for_request(request)
+        if not viewer.can("engagement.create"):
+            raise NotAllowedError("only vendor staff may create engagements")
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        organization = get_visible_or_404(
+            Organization, viewer, slug=data.validated_data.pop("organization")
+        )
+        engagement = services.engagement_create(
+            actor=services.Actor.from_request(request),
+            organization=organization,
+            **data.validated_data,
+        )
+        return Response(EngagementSerializer(engagement).data, status=status.HTTP_201_CREATED)
+
+
+class EngagementDetailApi(APIView):
+    @extend_schema(responses=EngagementSerializer)
+    def get(self, request, pk: int):
+        engagement = get_visible_or_404(Engagement, viewer_for_request(request), pk=pk)
+        return Response(EngagementSerializer(engagement).data)
+
+
+class ClauseSerializer(serializers.Serializer):
+    metric = serializers.CharField()
+    tiers = serializers.JSONField()
+    threshold = serializers.FloatField(allow_null=True)
+    estimate = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    verdict = serializers.CharField()
+    cause = serializers.CharField(allow_blank=True, allow_null=True)
+
+
+def gate_clauses(gate: Gate) -> list[dict]:
+    """The clause results of the gate's latest engine decision, in the API's shape."""
+    decision = gate.decisions.filter(kind=Decision.Kind.ENGINE).first()
+    if decision is None:
+        return []
+    keys = ["metric", "threshold", "estimate", "low", "high", "verdict", "cause"]
+    rows = []
+    for clause in decision.clauses:
+        row = {key: clause.get(key) for key in keys}
+        row["tiers"] = clause.get("tiers", clause.get("tier"))
+        rows.append(row)
+    return rows
+
+
+class GateDetailApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        engagement = serializers.IntegerField(source="engagement_id")
+        kind = serializers.CharField()
+        state = serializers.CharField()
+        verdict = serializers.CharField()
+        stop_loss_review = serializers.BooleanField()
+        spec_version = serializers.IntegerField(allow_null=True)
+        decided_at = serializers.DateTimeField(allow_null=True)
+        clauses = ClauseSerializer(many=True)
+
+    @extend_schema(responses=OutputSerializer)
+    def get(self, request, pk: int):
+        gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
+        spec = gate.current_spec
+        gate.spec_version = spec.version if spec else None
+        gate.clauses = gate_clauses(gate)
+        return Response(self.OutputSerializer(gate).data)
+
+
+class SpecSerializer(serializers.ModelSerializer):
+    gate = serializers.IntegerField(source="gate_id")
+    frozen = serializers.BooleanField(source="is_frozen")
+    vendor_signed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    customer_signed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = GateSpec
+        fields = [
+            "gate",
+            "version",
+            "document",
+            "digest",
+            "frozen",
+            "created_at",
+            "vendor_signed_by",
+            "vendor_signed_at",
+            "customer_signed_by",
+            "customer_signed_at",
+        ]
+
+
+class GateSpecApi(APIView):
+    @extend_schema(responses=SpecSerializer)
+    def get(self, request, pk: int):
+        gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
+        return Response(SpecSerializer(gate.current_spec).data)
+
+    @extend_schema(
+        request=inline_serializer("SpecDocument", {"document": serializers.JSONField()}),
+        responses={201: SpecSerializer},
+    )
+    def put(self, request, pk: int):
+        viewer = viewer_for_request(request)
+        gate = get_visible_or_404(Gate, viewer, pk=pk)
+        if not viewer.can("spec.edit"):
+            raise NotAllowedError("only vendor staff may change a spec")
+        document = request.data.get("document", request.data)
+        spec = services.gate_spec_update(
+            actor=services.Actor.from_request(request), gate=gate, document=document
+        )
+        return Response(SpecSerializer(spec).data, status=status.HTTP_201_CREATED)
+
+
+class GateSpecSignApi(APIView):
+    @extend_schema(
+        request=inline_serializer("SpecSign", {"version": serializers.IntegerField()}),
+        responses=SpecSerializer,
+    )
+    def post(self, request, pk: int):
+        viewer = viewer_for_request(request)
+        gate = get_visible_or_404(Gate, viewer, pk=pk)
+        version = request.data.get("version")
+        spec = gate.specs.filter(version=version).first() if version else gate.current_spec
+        if spec is None:
+            return Response(
+                {"error": "not_found", "detail": f"no spec version {version}", "field": "version"},
+                status=status.HTTP_404_NOT_FOUND,
+            )
+        spec = services.gate_spec_sign(
+            actor=services.Actor.from_request(request), viewer=viewer, spec=spec
+        )
+        return Response(SpecSerializer(spec).data)

@@ -1,0 +1,52 @@
+"""Every API error is JSON: {"error": CODE, "detail": TEXT, "field": NAME?}."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from gates.errors import ServiceError
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, ServiceError):
+        return _error(exc.code, exc.detail, exc.status, exc.field)
+    if isinstance(exc, Http404):
+        return _error("not_found", "not found", status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        field, detail = _first_field_error(exc.detail)
+        response.data = {"error": "invalid", "detail": detail, "field": field}
+    else:
+        code = getattr(exc, "default_code", "error")
+        response.data = {"error": code, "detail": str(getattr(exc, "detail", exc))}
+    return response
+
+
+def _error(code: str, detail: str, http_status: int, field: str | None = None) -> Response:
+    body = {"error": code, "detail": detail}
+    if field:
+        body["field"] = field
+    return Response(body, status=http_status)
+
+
+def _first_field_error(detail, prefix: str = "") -> tuple[str | None, str]:
+    """The dotted name and message of the first error in DRF's nested error structure."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = prefix if key == "non_field_errors" else f"{prefix}.{key}".lstrip(".")
+            return _first_field_error(value, name)
+    if isinstance(detail, list) and detail:
+        if all(not isinstance(item, (dict, list)) for item in detail):
+            return prefix or None, str(detail[0])
+        for index, item in enumerate(detail):
+            if item:
+                return _first_field_error(item, f"{prefix}[{index}]")
+    return prefix or None, str(detail)

@@ -1,0 +1,103 @@
+"""REST v1: hosts (vendor staff only). Key material is write-only: never returned."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gates import services
+from gates.errors import NotAllowedError
+from gates.models import Host, Organization, Profile
+from gates.tenancy import get_visible_or_404, viewer_for_request, visible
+
+
+class HostSerializer(serializers.ModelSerializer):
+    organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    profile = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    has_stored_credential = serializers.BooleanField(read_only=True)
+    leased_by_run = serializers.IntegerField(source="lease_run_id", allow_null=True)
+
+    class Meta:
+        model = Host
+        fields = [
+            "id",
+            "organization",
+            "name",
+            "transport",
+            "address",
+            "port",
+            "username",
+            "host_key",
+            "host_key_fingerprint",
+            "key_file_path",
+            "has_stored_credential",
+            "profile",
+            "labels",
+            "leased_by_run",
+            "created_at",
+        ]
+
+
+def _require_host_rights(request):
+    viewer = viewer_for_request(request)
+    if not viewer.can("host.manage"):
+        raise NotAllowedError("hosts are managed by vendor staff")
+    return viewer
+
+
+class HostListApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "HostCreate"
+
+        organization = serializers.SlugField()
+        name = serializers.SlugField(max_length=80)
+        profile = serializers.SlugField()
+        transport = serializers.ChoiceField(choices=Host.Transport.choices, default="ssh")
+        address = serializers.CharField(max_length=255, required=False, default="")
+        port = serializers.IntegerField(min_value=1, max_value=65535, default=22)
+        username = serializers.CharField(max_length=64, required=False, default="")
+        host_key = serializers.CharField(required=False, default="")
+        private_key = serializers.CharField(
+            required=False, write_only=True, default=None, trim_whitespace=False
+        )
+        key_file_path = serializers.CharField(max_length=500, required=False, default="")
+        labels = serializers.DictField(
+            child=serializers.CharField(max_length=200), required=False, default=dict
+        )
+
+    @extend_schema(responses=HostSerializer(many=True))
+    def get(self, request):
+        viewer = _require_host_rights(request)
+        hosts = visible(Host, viewer).select_related("organization", "profile")
+        return Response(HostSerializer(hosts, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: HostSerializer})
+    def post(self, request):
+        viewer = _require_host_rights(request)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        organization = get_visible_or_404(Organization, viewer, slug=values.pop("organization"))
+        profile = Profile.objects.filter(name=values.pop("profile")).first()
+        if profile is None:
+            return Response(
+                {"error": "invalid", "detail": "unknown profile", "field": "profile"}, status=400
+            )
+        host = services.host_create(
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            organization=organization,
+            profile=profile,
+            **values,
+        )
+        return Response(HostSerializer(host).data, status=status.HTTP_201_CREATED)
+
+
+class HostDetailApi(APIView):
+    @extend_schema(responses=HostSerializer)
+    def get(self, request, pk: int):
+        viewer = _require_host_rights(request)
+        return Response(HostSerializer(get_visible_or_404(Host, viewer, pk=pk)).data)

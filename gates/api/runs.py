@@ -1,0 +1,149 @@
+"""REST v1: runs of a gate, their progress, measurements and soak samples."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from gates import services
+from gates.models import Gate, Host, Measurement, Run, SoakSample
+from gates.tenancy import get_visible_or_404, viewer_for_request, visible
+
+SAMPLES_PAGE = 500
+LOG_TAIL_CHARS = 4096
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(source="progress_done")
+    total = serializers.IntegerField(source="progress_total")
+
+
+class RunSerializer(serializers.ModelSerializer):
+    gate = serializers.IntegerField(source="gate_id")
+    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    spec_version = serializers.IntegerField(source="spec.version")
+    progress = ProgressSerializer(source="*")
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "gate",
+            "attempt",
+            "host",
+            "spec_version",
+            "source",
+            "state",
+            "outcome",
+            "reason",
+            "progress",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "heartbeat_at",
+            "cancel_requested_at",
+        ]
+
+
+class GateRunsApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "RunStart"
+
+        host = serializers.SlugField(help_text="The name of one of the customer's hosts.")
+
+    @extend_schema(responses=RunSerializer(many=True))
+    def get(self, request, pk: int):
+        gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
+        runs = gate.runs.select_related("spec", "host")
+        return Response(RunSerializer(runs, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={202: RunSerializer})
+    def post(self, request, pk: int):
+        viewer = viewer_for_request(request)
+        gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        host = Host.objects.filter(
+            organization_id=gate.engagement.organization_id, name=data.validated_data["host"]
+        ).first()
+        if host is None:
+            return Response(
+                {
+                    "error": "not_found",
+                    "detail": "no such host in this engagement's organization",
+                    "field": "host",
+                },
+                status=400,
+            )
+        run = services.run_create(
+            actor=services.Actor.from_request(request), viewer=viewer, gate=gate, host=host
+        )
+        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=RunSerializer)
+    def get(self, request, pk: int):
+        run = get_visible_or_404(
+            Run.objects.select_related("spec", "host"), viewer_for_request(request), pk=pk
+        )
+        return Response(RunSerializer(run).data)
+
+
+class RunCancelApi(APIView):
+    @extend_schema(request=None, responses={202: RunSerializer})
+    def post(self, request, pk: int):
+        viewer = viewer_for_request(request)
+        run = get_visible_or_404(Run, viewer, pk=pk)
+        run = services.run_cancel(
+            actor=services.Actor.from_request(request), viewer=viewer, run=run
+        )
+        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class MeasurementSerializer(serializers.ModelSerializer):
+    artifact_sha256 = serializers.CharField(source="artifact.sha256", allow_null=True, default=None)
+
+    class Meta:
+        model = Measurement
+        fields = ["arm", "tier", "repetition", "metrics", "server", "artifact_sha256"]
+
+
+class RunMeasurementsApi(APIView):
+    @extend_schema(responses=MeasurementSerializer(many=True))
+    def get(self, request, pk: int):
+        run = get_visible_or_404(Run, viewer_for_request(request), pk=pk)
+        rows = run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
+        return Response(MeasurementSerializer(rows, many=True).data)
+
+
+class SampleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SoakSample
+        fields = ["seq", "window_start", "window_end", "metrics"]
+
+
+class SamplePageSerializer(serializers.Serializer):
+    results = SampleSerializer(many=True)
+    next_after = serializers.IntegerField(allow_null=True)
+
+
+class RunSamplesApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("after", int, description="Return samples with seq > after")],
+        responses=SamplePageSerializer,
+    )
+    def get(self, request, pk: int):
+        run = get_visible_or_404(Run, viewer_for_request(request), pk=pk)
+        after = serializers.IntegerField(min_value=0).run_validation(
+            request.query_params.get("after", 0)
+        )
+        rows = visible(SoakSample, viewer_for_request(request)).filter(run=run, seq__gt=after)
+        page = list(rows.order_by("seq")[:SAMPLES_PAGE])
+        next_after = page[-1].seq if len(page) == SAMPLES_PAGE else None
+        return Response(
+            {"results": SampleSerializer(page, many=True).data, "next_after": next_after}
+        )

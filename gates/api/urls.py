@@ -1,0 +1,24 @@
+"""REST API v1 routes (the contract CI relies on; see DESIGN.md "REST API")."""
+
+from django.urls import path
+
+from gates.api import engagements, hosts, runs, schema  # noqa: F401 (schema: auth scheme)
+
+app_name = "api"
+
+urlpatterns = [
+    path("engagements/", engagements.EngagementListApi.as_view(), name="engagement-list"),
+    path(
+        "engagements/<int:pk>/", engagements.EngagementDetailApi.as_view(), name="engagement-detail"
+    ),
+    path("gates/<int:pk>/", engagements.GateDetailApi.as_view(), name="gate-detail"),
+    path("gates/<int:pk>/spec/", engagements.GateSpecApi.as_view(), name="gate-spec"),
+    path("gates/<int:pk>/spec/sign/", engagements.GateSpecSignApi.as_view(), name="gate-spec-sign"),
+    path("gates/<int:pk>/runs/", runs.GateRunsApi.as_view(), name="gate-runs"),
+    path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="run-detail"),
+    path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/measurements/", runs.RunMeasurementsApi.as_view(), name="run-measurements"),
+    path("runs/<int:pk>/samples/", runs.RunSamplesApi.as_view(), name="run-samples"),
+    path("hosts/", hosts.HostListApi.as_view(), name="host-list"),
+    path("hosts/<int:pk>/", hosts.HostDetailApi.as_view(), name="host-detail"),
+]

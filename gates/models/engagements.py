@@ -1,0 +1,165 @@
+"""Engagements, their four gates, and the versioned gate specs the gates are judged by."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from gates.models.choices import Verdict
+
+
+class Engagement(models.Model):
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        PASSED = "passed"
+        STOPPED = "stopped"
+        ABORTED = "aborted"
+
+    organization = models.ForeignKey(
+        "gates.Organization",
+        on_delete=models.PROTECT,
+        related_name="engagements",
+        help_text="The customer organization whose hosts are tested.",
+    )
+    title = models.CharField(max_length=200)
+    model_name = models.CharField(max_length=200, help_text="The model under test.")
+    platform = models.TextField(blank=True, help_text="GPUs, interconnect, vLLM version...")
+    planned_start = models.DateField(null=True, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    state_reason = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Gate(models.Model):
+    class Kind(models.TextChoices):
+        G1 = "G1", "G1 arrival acceptance"
+        G2 = "G2", "G2 functional integration"
+        G3 = "G3", "G3 performance"
+        G4 = "G4", "G4 stability soak"
+
+    class State(models.TextChoices):
+        LOCKED = "locked"
+        READY = "ready"
+        RUNNING = "running"
+        DECIDED = "decided"
+        WAIVED = "waived"
+
+    # Which state may follow which; services refuse anything else.
+    TRANSITIONS = {
+        State.LOCKED: {State.READY},
+        State.READY: {State.RUNNING, State.WAIVED},
+        State.RUNNING: {State.READY, State.DECIDED},
+        State.DECIDED: {State.RUNNING, State.WAIVED},
+        State.WAIVED: set(),
+    }
+
+    engagement = models.ForeignKey(Engagement, on_delete=models.PROTECT, related_name="gates")
+    kind = models.CharField(max_length=2, choices=Kind.choices)
+    position = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.LOCKED)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.PENDING)
+    # Set when a failed gate has spent its attempts: a vendor admin must stop or waive.
+    stop_loss_review = models.BooleanField(default=False)
+    planned_start = models.DateField(null=True, blank=True)
+    planned_end = models.DateField(null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["engagement", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["engagement", "kind"], name="one_gate_per_kind"),
+            models.CheckConstraint(
+                condition=models.Q(position__gte=1, position__lte=4), name="gate_position_1_4"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.engagement} / {self.kind}"
+
+    @property
+    def current_spec(self) -> GateSpec | None:
+        return self.specs.order_by("-version").first()
+
+    def can_move_to(self, state: str) -> bool:
+        if self.state == self.State.DECIDED and state == self.State.RUNNING:
+            return self.verdict != Verdict.PASS and not self.stop_loss_review
+        return state in self.TRANSITIONS[self.State(self.state)]
+
+
+class GateSpec(models.Model):
+    """One version of a gate's contract. Frozen once a run used it or a party signed it."""
+
+    gate = models.ForeignKey(Gate, on_delete=models.PROTECT, related_name="specs")
+    version = models.PositiveIntegerField()
+    document = models.JSONField()
+    # SHA-256 of the canonical JSON of `document`: what a signature is a signature of.
+    digest = models.CharField(max_length=64)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    vendor_signed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    vendor_signed_at = models.DateTimeField(null=True, blank=True)
+    customer_signed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    customer_signed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["gate", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["gate", "version"], name="one_spec_per_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gate} spec v{self.version}"
+
+    def save(self, *args, **kwargs):
+        # A frozen version is evidence: a run was measured against it or a party signed it.
+        if not self._state.adding:
+            stored = type(self).objects.filter(pk=self.pk).values("document", "frozen_at").first()
+            if stored and stored["frozen_at"] and stored["document"] != self.document:
+                from gates.errors import FrozenSpecError
+
+                raise FrozenSpecError(
+                    f"spec v{self.version} is frozen; changes make a new version",
+                    field="document",
+                )
+        super().save(*args, **kwargs)
+
+    @property
+    def is_frozen(self) -> bool:
+        return self.frozen_at is not None
+
+    @property
+    def fully_signed(self) -> bool:
+        return self.vendor_signed_at is not None and self.customer_signed_at is not None

@@ -1,0 +1,89 @@
+"""Hosts under test and the platform profiles that say how to drive them."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class Profile(models.Model):
+    """How commands look on a platform, as data (command templates per arm, probes...).
+
+    `builtin` rows are loaded from gates/profiles/*.json on every migrate.
+    """
+
+    name = models.SlugField(max_length=60, unique=True)
+    description = models.TextField(blank=True)
+    builtin = models.BooleanField(default=False)
+    commands = models.JSONField(default=dict)
+    parameters = models.JSONField(default=dict, blank=True)
+    required_tools = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Host(models.Model):
+    class Transport(models.TextChoices):
+        SSH = "ssh"
+        LOCAL = "local"
+
+    organization = models.ForeignKey(
+        "gates.Organization",
+        on_delete=models.PROTECT,
+        related_name="hosts",
+        help_text="The customer organization that owns the host.",
+    )
+    name = models.SlugField(max_length=80)
+    transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.SSH)
+    address = models.CharField(max_length=255, blank=True)
+    port = models.PositiveIntegerField(default=22)
+    username = models.CharField(max_length=64, blank=True)
+    # AES-256-GCM ciphertext of the private key, bound to this organization and host id.
+    credential_ciphertext = models.BinaryField(null=True, blank=True, editable=False)
+    key_file_path = models.CharField(max_length=500, blank=True)
+    # The pinned host key as an OpenSSH public key line; confirmed by a person, never learned.
+    host_key = models.TextField(blank=True)
+    host_key_fingerprint = models.CharField(max_length=80, blank=True)
+    profile = models.ForeignKey(Profile, on_delete=models.PROTECT, related_name="hosts")
+    labels = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # The lease: at most one run holds a host. `fencing_token` grows with every acquisition,
+    # so a run that lost its lease can be told apart from the current holder on every write.
+    lease_run = models.ForeignKey(
+        "gates.Run", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    lease_acquired_at = models.DateTimeField(null=True, blank=True)
+    fencing_token = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["organization", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="host_name_per_org"),
+            models.CheckConstraint(
+                condition=models.Q(transport="local") | ~models.Q(host_key=""),
+                name="ssh_host_has_pinned_key",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(transport="local")
+                | ~models.Q(address="") & ~models.Q(username=""),
+                name="ssh_host_has_address_and_user",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def has_stored_credential(self) -> bool:
+        return bool(self.credential_ciphertext)
+
+    @property
+    def display_address(self) -> str:
+        if self.transport == self.Transport.LOCAL:
+            return "local"
+        return f"{self.username}@{self.address}:{self.port}"

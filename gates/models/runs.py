@@ -1,0 +1,190 @@
+"""Runs of a gate program and what they produced: steps, raw artifacts, measurements,
+soak samples. A run's lifecycle (`state`) is kept apart from how it ended (`outcome`)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Run(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        FINISHED = "finished"
+        CANCELED = "canceled"
+
+    class Outcome(models.TextChoices):
+        NONE = "", "not finished"
+        COMPLETED = "completed"
+        INFRA_ERROR = "infra_error"
+        SPEC_ERROR = "spec_error"
+        BENCHMARK_ERROR = "benchmark_error"
+        INTERNAL_ERROR = "internal_error"
+
+    class Source(models.TextChoices):
+        REMOTE = "remote", "driven on the host"
+        UPLOAD = "upload", "results uploaded by a person"
+
+    ENDED = (State.FINISHED, State.CANCELED)
+
+    gate = models.ForeignKey("gates.Gate", on_delete=models.PROTECT, related_name="runs")
+    spec = models.ForeignKey("gates.GateSpec", on_delete=models.PROTECT, related_name="runs")
+    host = models.ForeignKey(
+        "gates.Host", on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
+    )
+    attempt = models.PositiveIntegerField()
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.REMOTE)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default="", blank=True)
+    reason = models.TextField(blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    # The host lease's fencing token this run holds; stale holders fail the check on write.
+    lease_token = models.BigIntegerField(null=True, blank=True)
+    # The program's cursor and scratch data (plan, remote run dirs): plain JSON, see runners/.
+    program_state = models.JSONField(default=dict, blank=True)
+    log = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    last_dispatched_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["gate", "attempt"], name="one_run_per_attempt"),
+            models.CheckConstraint(
+                condition=models.Q(state__in=["finished", "canceled"], finished_at__isnull=False)
+                | models.Q(state__in=["queued", "running"], finished_at__isnull=True),
+                name="finished_at_iff_ended",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(state="finished", outcome=""),
+                name="finished_run_has_outcome",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(progress_done__lte=models.F("progress_total")),
+                name="progress_within_total",
+            ),
+        ]
+        indexes = [models.Index(fields=["state", "heartbeat_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.gate} run #{self.attempt}"
+
+    @property
+    def is_ended(self) -> bool:
+        return self.state in self.ENDED
+
+
+class RunStep(models.Model):
+    """One recorded step of a run's program; redelivered tasks find it done and move on."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        STARTED = "started"
+        DONE = "done"
+        FAILED = "failed"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=120)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    # How many times a task took this step up: caps poison loops (a step that kills its worker).
+    deliveries = models.PositiveIntegerField(default=0)
+    detail = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="one_step_per_position"),
+            models.UniqueConstraint(fields=["run", "name"], name="step_names_unique_in_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} step {self.position} {self.name}"
+
+
+class Artifact(models.Model):
+    """A raw tool output exactly as produced, with its SHA-256."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="artifacts")
+    name = models.CharField(max_length=200)
+    tool = models.CharField(max_length=40, blank=True)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    content = models.BinaryField()
+    uploaded = models.BooleanField(default=False, help_text="Uploaded by a person, not fetched.")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["run", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "name"], name="artifact_name_unique_in_run")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.sha256[:12]})"
+
+
+class Measurement(models.Model):
+    """Normalized metrics of one arm at one tier in one repetition."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="measurements")
+    arm = models.CharField(max_length=32)
+    tier = models.PositiveIntegerField()
+    repetition = models.PositiveIntegerField()
+    metrics = models.JSONField()
+    server = models.JSONField(null=True, blank=True)
+    artifact = models.ForeignKey(
+        Artifact, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["run", "repetition", "tier", "arm"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "arm", "tier", "repetition"], name="one_measurement_per_cell"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} {self.arm} c={self.tier} r{self.repetition}"
+
+
+class SoakSample(models.Model):
+    """One window of a stability soak; `seq` is the agent's sequence number (dedupe key)."""
+
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="soak_samples")
+    seq = models.PositiveIntegerField()
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    metrics = models.JSONField()
+    received_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="one_sample_per_seq"),
+            models.CheckConstraint(
+                condition=models.Q(window_end__gte=models.F("window_start")),
+                name="window_ends_after_start",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} window {self.seq}"

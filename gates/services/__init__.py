@@ -1,0 +1,71 @@
+"""Services: the only writers of Tollgate's state. Each is audited; callers pass an Actor.
+
+Split by sub-domain; import them from `gates.services`.
+"""
+
+from gates.services.alerts import alert_claim_due, alert_deliver, alert_enqueue, alert_recipients
+from gates.services.audit import Actor, audit_record
+from gates.services.engagements import (
+    engagement_create,
+    engagement_stop,
+    gate_spec_sign,
+    gate_spec_update,
+    gate_waive,
+)
+from gates.services.hosts import (
+    host_create,
+    host_credential,
+    host_key_fingerprint,
+    host_rotate_credentials,
+    host_set_credential,
+)
+from gates.services.runs import (
+    decision_record,
+    host_lease_acquire,
+    host_lease_release,
+    run_assert_lease,
+    run_cancel,
+    run_claim,
+    run_create,
+    run_fail,
+    run_heartbeat,
+    run_mark_canceled,
+    run_mark_dispatched,
+    runs_stale,
+    runs_to_redispatch,
+)
+from gates.services.tokens import api_token_create, api_token_revoke
+
+__all__ = [
+    "Actor",
+    "alert_claim_due",
+    "alert_deliver",
+    "alert_enqueue",
+    "alert_recipients",
+    "api_token_create",
+    "api_token_revoke",
+    "audit_record",
+    "decision_record",
+    "engagement_create",
+    "engagement_stop",
+    "gate_spec_sign",
+    "gate_spec_update",
+    "gate_waive",
+    "host_create",
+    "host_credential",
+    "host_key_fingerprint",
+    "host_lease_acquire",
+    "host_lease_release",
+    "host_rotate_credentials",
+    "host_set_credential",
+    "run_assert_lease",
+    "run_cancel",
+    "run_claim",
+    "run_create",
+    "run_fail",
+    "run_heartbeat",
+    "run_mark_canceled",
+    "run_mark_dispatched",
+    "runs_stale",
+    "runs_to_redispatch",
+]

@@ -1,0 +1,230 @@
+"""Engagements, gate specs and gate progression: creating, versioning, signing, reviewing."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.db import transaction
+from django.utils import timezone
+
+from gates import specs
+from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError, SpecInvalidError
+from gates.models import Decision, Engagement, Gate, GateSpec, Organization, Verdict
+from gates.services.alerts import alert_enqueue
+from gates.services.audit import Actor, audit_record
+from gates.tenancy import Viewer
+
+MIN_JUSTIFICATION_CHARS = 20
+
+
+def engagement_create(
+    *,
+    actor: Actor,
+    organization: Organization,
+    title: str,
+    model_name: str,
+    platform: str = "",
+    planned_start: date | None = None,
+) -> Engagement:
+    """Create an engagement with its four gates, each with the default spec as version 1."""
+    if organization.kind != Organization.Kind.CUSTOMER:
+        raise ServiceError("an engagement belongs to a customer organization", field="organization")
+    if not title.strip():
+        raise ServiceError("a title is required", field="title")
+    with transaction.atomic():
+        engagement = Engagement.objects.create(
+            organization=organization,
+            title=title.strip(),
+            model_name=model_name.strip(),
+            platform=platform,
+            planned_start=planned_start,
+            created_by=actor.user,
+        )
+        for position, kind in enumerate(specs.GATE_KINDS, start=1):
+            gate = Gate.objects.create(
+                engagement=engagement,
+                kind=kind,
+                position=position,
+                state=Gate.State.READY if position == 1 else Gate.State.LOCKED,
+            )
+            document = specs.default_spec(kind)
+            GateSpec.objects.create(
+                gate=gate,
+                version=1,
+                document=document,
+                digest=specs.spec_digest(document),
+                created_by=actor.user,
+            )
+        audit_record(
+            actor=actor,
+            action="engagement.create",
+            target=engagement,
+            organization_id=organization.id,
+            detail={"title": engagement.title},
+        )
+    return engagement
+
+
+def gate_spec_update(*, actor: Actor, gate: Gate, document: object) -> GateSpec:
+    """Store `document` as the gate's next spec version; earlier versions never change."""
+    if gate.state == Gate.State.WAIVED or gate.verdict == Verdict.PASS:
+        raise IllegalTransitionError(f"{gate.kind} is closed; its spec can no longer change")
+    with transaction.atomic():
+        latest = GateSpec.objects.select_for_update().filter(gate=gate).order_by("-version")
+        version = (latest.first().version if latest.exists() else 0) + 1
+        if isinstance(document, dict):
+            document = specs.with_version(document, version)
+        errors = specs.validate_spec(gate.kind, document)
+        if errors:
+            raise SpecInvalidError(errors)
+        spec = GateSpec.objects.create(
+            gate=gate,
+            version=version,
+            document=document,
+            digest=specs.spec_digest(document),
+            created_by=actor.user,
+        )
+        audit_record(
+            actor=actor,
+            action="spec.update",
+            target=spec,
+            organization_id=gate.engagement.organization_id,
+            detail={"gate": gate.kind, "version": version, "digest": spec.digest},
+        )
+    return spec
+
+
+def gate_spec_sign(*, actor: Actor, viewer: Viewer, spec: GateSpec) -> GateSpec:
+    """Sign a spec version for the viewer's party; a signed version is frozen."""
+    party = viewer.party
+    if party is None or not viewer.can("spec.sign"):
+        raise NotAllowedError("only a vendor engineer or a customer owner may sign a spec")
+    with transaction.atomic():
+        spec = GateSpec.objects.select_for_update().get(pk=spec.pk)
+        if spec.digest != specs.spec_digest(spec.document):
+            raise ServiceError("the stored spec does not match its digest", field="document")
+        now = timezone.now()
+        if getattr(spec, f"{party}_signed_at") is None:
+            setattr(spec, f"{party}_signed_by", actor.user)
+            setattr(spec, f"{party}_signed_at", now)
+        spec.frozen_at = spec.frozen_at or now
+        spec.save()
+        audit_record(
+            actor=actor,
+            action="spec.sign",
+            target=spec,
+            organization_id=spec.gate.engagement.organization_id,
+            detail={"party": party, "version": spec.version, "digest": spec.digest},
+        )
+    return spec
+
+
+def gate_move(gate: Gate, state: str) -> None:
+    """Move a locked (select_for_update) gate to `state`, refusing illegal transitions."""
+    if gate.state == state:
+        return
+    if not gate.can_move_to(state):
+        raise IllegalTransitionError(
+            f"{gate.kind} cannot go from {gate.state} to {state}", field="state"
+        )
+    gate.state = state
+    gate.save(update_fields=["state"])
+
+
+def gate_open_next(gate: Gate) -> None:
+    """After a pass or a waiver: unlock the next gate, or mark the engagement passed."""
+    following = (
+        Gate.objects.select_for_update()
+        .filter(engagement_id=gate.engagement_id, position=gate.position + 1)
+        .first()
+    )
+    if following is not None:
+        gate_move(following, Gate.State.READY)
+        return
+    Engagement.objects.filter(pk=gate.engagement_id, state=Engagement.State.ACTIVE).update(
+        state=Engagement.State.PASSED
+    )
+
+
+def gate_waive(*, actor: Actor, viewer: Viewer, gate: Gate, justification: str) -> Decision:
+    """A vendor admin waives a gate (typically at stop-loss review), with a written reason."""
+    _require_review_rights(viewer, justification)
+    with transaction.atomic():
+        gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
+        _require_active(gate.engagement)
+        gate_move(gate, Gate.State.WAIVED)
+        gate.stop_loss_review = False
+        gate.save(update_fields=["stop_loss_review"])
+        decision = Decision.objects.create(
+            gate=gate,
+            spec=gate.current_spec,
+            kind=Decision.Kind.WAIVER,
+            verdict=gate.verdict,
+            decided_by=actor.user,
+            justification=justification.strip(),
+        )
+        gate_open_next(gate)
+        _audit_and_alert_review(actor, gate, "gate.waive", justification)
+    return decision
+
+
+def engagement_stop(*, actor: Actor, viewer: Viewer, gate: Gate, justification: str) -> Decision:
+    """Stop-loss: a vendor admin ends the engagement at a failed gate."""
+    _require_review_rights(viewer, justification)
+    with transaction.atomic():
+        gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
+        engagement = gate.engagement
+        _require_active(engagement)
+        if gate.runs.filter(state__in=["queued", "running"]).exists():
+            raise IllegalTransitionError("cancel the gate's active run before stopping")
+        engagement.state = Engagement.State.STOPPED
+        engagement.state_reason = justification.strip()
+        engagement.save(update_fields=["state", "state_reason"])
+        gate.stop_loss_review = False
+        gate.save(update_fields=["stop_loss_review"])
+        decision = Decision.objects.create(
+            gate=gate,
+            spec=gate.current_spec,
+            kind=Decision.Kind.STOP,
+            verdict=gate.verdict,
+            decided_by=actor.user,
+            justification=justification.strip(),
+        )
+        _audit_and_alert_review(actor, gate, "engagement.stop", justification)
+    return decision
+
+
+def _require_review_rights(viewer: Viewer, justification: str) -> None:
+    if not viewer.can("gate.review"):
+        raise NotAllowedError("only a vendor admin may stop an engagement or waive a gate")
+    if len(justification.strip()) < MIN_JUSTIFICATION_CHARS:
+        raise ServiceError(
+            f"write a justification of at least {MIN_JUSTIFICATION_CHARS} characters",
+            field="justification",
+        )
+
+
+def _require_active(engagement: Engagement) -> None:
+    if engagement.state != Engagement.State.ACTIVE:
+        raise IllegalTransitionError(f"the engagement is {engagement.state}", field="state")
+
+
+def _audit_and_alert_review(actor: Actor, gate: Gate, action: str, justification: str) -> None:
+    audit_record(
+        actor=actor,
+        action=action,
+        target=gate,
+        organization_id=gate.engagement.organization_id,
+        detail={"gate": gate.kind, "justification": justification.strip()},
+    )
+    who = actor.user.get_username() if actor.user else actor.label
+    verb = "waived" if action == "gate.waive" else "stopped the engagement at"
+    alert_enqueue(
+        event=action.replace(".", "_"),
+        key=f"{action}:{gate.pk}",
+        engagement=gate.engagement,
+        gate=gate,
+        subject=f"[Tollgate] {gate.engagement.title}: {who} {verb} {gate.kind}",
+        body=f"{who} {verb} {gate.get_kind_display()}.\n\n"
+        f"Justification:\n{justification.strip()}\n",
+    )

@@ -1,0 +1,167 @@
+"""Hosts: onboarding with a confirmed pinned key, encrypted credentials, key rotation."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+
+from django.conf import settings
+from django.db import transaction
+
+from gates.crypto import CryptoError, Keyring, host_credential_aad
+from gates.errors import NotAllowedError, ServiceError
+from gates.models import Host, Organization, Profile
+from gates.services.audit import Actor, audit_record
+from gates.tenancy import Viewer
+
+HOST_KEY_TYPES = {
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+    "rsa-sha2-256",
+    "rsa-sha2-512",
+}
+ADDRESS_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$")
+USERNAME_PATTERN = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+PRIVATE_KEY_MARKERS = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----BEGIN EC PRIVATE KEY-----",
+    "-----BEGIN PRIVATE KEY-----",
+)
+
+
+def host_key_fingerprint(key_line: str) -> str:
+    """SHA256 fingerprint (as `ssh-keygen -l` prints it) of an OpenSSH public key line."""
+    parts = key_line.strip().split()
+    if len(parts) < 2 or parts[0] not in HOST_KEY_TYPES:
+        raise ServiceError(
+            "expected an OpenSSH public key line like 'ssh-ed25519 AAAA...'", field="host_key"
+        )
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ServiceError("the key is not valid base64", field="host_key") from error
+    digest = base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+    return f"SHA256:{digest}"
+
+
+def keyring() -> Keyring:
+    try:
+        return Keyring.from_base64(settings.TOLLGATE_ENCRYPTION_KEYS)
+    except CryptoError as error:
+        raise ServiceError(str(error), field="TOLLGATE_ENCRYPTION_KEYS") from error
+
+
+def host_create(
+    *,
+    actor: Actor,
+    viewer: Viewer,
+    organization: Organization,
+    name: str,
+    profile: Profile,
+    transport: str = Host.Transport.SSH,
+    address: str = "",
+    port: int = 22,
+    username: str = "",
+    host_key: str = "",
+    private_key: str | None = None,
+    key_file_path: str = "",
+    labels: dict | None = None,
+) -> Host:
+    """Register a host. An SSH host needs its host key, confirmed by a person beforehand."""
+    if not viewer.can("host.manage"):
+        raise NotAllowedError("only vendor staff may register hosts")
+    fingerprint = _validate_host_fields(transport, address, port, username, host_key)
+    _validate_credential(transport, private_key, key_file_path)
+    with transaction.atomic():
+        host = Host.objects.create(
+            organization=organization,
+            name=name,
+            transport=transport,
+            address=address,
+            port=port,
+            username=username,
+            host_key=host_key.strip(),
+            host_key_fingerprint=fingerprint,
+            key_file_path=key_file_path,
+            profile=profile,
+            labels=labels or {},
+        )
+        if private_key:
+            host_set_credential(host=host, private_key=private_key)
+        audit_record(
+            actor=actor,
+            action="host.create",
+            target=host,
+            organization_id=organization.id,
+            detail={"name": name, "address": address, "fingerprint": fingerprint},
+        )
+    return host
+
+
+def host_set_credential(*, host: Host, private_key: str) -> None:
+    """Encrypt the private key bound to this organization and host (the AAD)."""
+    aad = host_credential_aad(host.organization_id, host.pk)
+    host.credential_ciphertext = keyring().encrypt(private_key.encode(), associated_data=aad)
+    host.save(update_fields=["credential_ciphertext"])
+
+
+def host_credential(host: Host) -> str | None:
+    """The decrypted private key for the transport, or None when the host uses a key file."""
+    if not host.credential_ciphertext:
+        return None
+    aad = host_credential_aad(host.organization_id, host.pk)
+    try:
+        return keyring().decrypt(host.credential_ciphertext, associated_data=aad).decode()
+    except CryptoError as error:
+        raise ServiceError(f"host {host.name}: {error}", field="credential") from error
+
+
+def host_rotate_credentials() -> int:
+    """Re-encrypt every stored credential with the newest key; returns how many changed."""
+    ring = keyring()
+    rotated = 0
+    for host in Host.objects.exclude(credential_ciphertext=None).iterator():
+        if ring.needs_rotation(host.credential_ciphertext):
+            host_set_credential(host=host, private_key=host_credential(host))
+            rotated += 1
+    return rotated
+
+
+def _validate_host_fields(
+    transport: str, address: str, port: int, username: str, host_key: str
+) -> str:
+    if transport == Host.Transport.LOCAL:
+        return ""
+    if transport != Host.Transport.SSH:
+        raise ServiceError(f"unknown transport {transport!r}", field="transport")
+    if not ADDRESS_PATTERN.match(address):
+        raise ServiceError("a host name or IP address is required", field="address")
+    if not 1 <= int(port) <= 65535:
+        raise ServiceError("a TCP port from 1 to 65535", field="port")
+    if not USERNAME_PATTERN.match(username):
+        raise ServiceError("a POSIX user name is required", field="username")
+    if not host_key.strip():
+        raise ServiceError(
+            "pin the host key: scan it, confirm its fingerprint with the host's owner",
+            field="host_key",
+        )
+    return host_key_fingerprint(host_key)
+
+
+def _validate_credential(transport: str, private_key: str | None, key_file_path: str) -> None:
+    if transport == Host.Transport.LOCAL:
+        return
+    if private_key and key_file_path:
+        raise ServiceError("give a private key or a key file path, not both", field="private_key")
+    if private_key and not private_key.strip().startswith(PRIVATE_KEY_MARKERS):
+        raise ServiceError("not a PEM or OpenSSH private key", field="private_key")
+    if not private_key and not key_file_path.startswith("/"):
+        raise ServiceError(
+            "a private key or an absolute key file path is required", field="private_key"
+        )

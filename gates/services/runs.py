@@ -1,0 +1,361 @@
+"""Runs: creating, claiming, leasing hosts, heartbeats, ending, and recording decisions.
+
+The only writer of run and decision state. Every worker-side write checks the run's fencing
+token against its host, so a run that lost its lease can never overwrite the current holder.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F, Max, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from gates.errors import (
+    HostBusyError,
+    IllegalTransitionError,
+    LeaseLostError,
+    NotAllowedError,
+    ServiceError,
+)
+from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
+from gates.services.alerts import alert_enqueue
+from gates.services.audit import Actor, audit_record
+from gates.services.engagements import gate_move, gate_open_next
+from gates.tenancy import Viewer
+
+ACTIVE_STATES = (Run.State.QUEUED, Run.State.RUNNING)
+LOG_LIMIT_CHARS = 64 * 1024
+
+
+def run_create(
+    *, actor: Actor, viewer: Viewer, gate: Gate, host: Host | None, source: str = Run.Source.REMOTE
+) -> Run:
+    """Queue a run of the gate's current spec; the host is leased at once or the call fails."""
+    if not viewer.can("run.start"):
+        raise NotAllowedError("you may not start runs")
+    with transaction.atomic():
+        gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
+        _check_can_start(gate, host, source)
+        spec = gate.current_spec
+        attempt = (gate.runs.aggregate(top=Max("attempt"))["top"] or 0) + 1
+        run = Run.objects.create(
+            gate=gate,
+            spec=spec,
+            host=host,
+            attempt=attempt,
+            source=source,
+            requested_by=actor.user,
+        )
+        if spec.frozen_at is None:
+            spec.frozen_at = timezone.now()
+            spec.save(update_fields=["frozen_at"])
+        if host is not None:
+            run.lease_token = host_lease_acquire(run=run)
+            run.save(update_fields=["lease_token"])
+        gate_move(gate, Gate.State.RUNNING)
+        audit_record(
+            actor=actor,
+            action="run.create",
+            target=run,
+            organization_id=gate.engagement.organization_id,
+            detail={
+                "gate": gate.kind,
+                "attempt": attempt,
+                "host": host and host.name,
+                "spec_version": spec.version,
+                "source": source,
+            },
+        )
+        if source == Run.Source.REMOTE:
+            _dispatch_on_commit(run)
+    return run
+
+
+def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
+    if gate.engagement.state != Engagement.State.ACTIVE:
+        raise IllegalTransitionError(f"the engagement is {gate.engagement.state}")
+    if gate.state == Gate.State.RUNNING:
+        raise IllegalTransitionError(f"{gate.kind} already has an active run", field="gate")
+    if not gate.can_move_to(Gate.State.RUNNING):
+        raise IllegalTransitionError(
+            f"{gate.kind} is {gate.state}"
+            + (" (stop-loss review)" if gate.stop_loss_review else ""),
+            field="gate",
+        )
+    if source == Run.Source.REMOTE and host is None:
+        raise ServiceError("a run on a host needs a host", field="host")
+    if host is not None and host.organization_id != gate.engagement.organization_id:
+        raise ServiceError("the host belongs to another organization", field="host")
+
+
+def _dispatch_on_commit(run: Run) -> None:
+    from runners.tasks import advance_run
+
+    transaction.on_commit(lambda: advance_run.delay(run.pk))
+
+
+def run_mark_dispatched(*, run_id: int) -> None:
+    Run.objects.filter(pk=run_id).update(last_dispatched_at=timezone.now())
+
+
+def host_lease_acquire(*, run: Run) -> int:
+    """Give `run` the lease on its host and return the new fencing token."""
+    free = Q(lease_run__isnull=True) | Q(lease_run=run) | Q(lease_run__state__in=Run.ENDED)
+    changed = Host.objects.filter(free, pk=run.host_id).update(
+        lease_run=run, lease_acquired_at=timezone.now(), fencing_token=F("fencing_token") + 1
+    )
+    if changed != 1:
+        holder = Host.objects.filter(pk=run.host_id).values_list("lease_run", flat=True).first()
+        raise HostBusyError(
+            f"host is leased by run {holder}; one run per host at a time", field="host"
+        )
+    return Host.objects.values_list("fencing_token", flat=True).get(pk=run.host_id)
+
+
+def host_lease_release(*, run: Run) -> bool:
+    """Release the lease if `run` still holds it with its own fencing token."""
+    if run.host_id is None:
+        return False
+    released = Host.objects.filter(
+        pk=run.host_id, lease_run=run, fencing_token=run.lease_token
+    ).update(lease_run=None, lease_acquired_at=None)
+    return released == 1
+
+
+def run_assert_lease(run: Run) -> None:
+    """Raise LeaseLostError unless `run` holds its host's lease with its fencing token."""
+    if run.host_id is None:
+        return
+    held = Host.objects.filter(
+        pk=run.host_id, lease_run=run, fencing_token=run.lease_token
+    ).exists()
+    if not held:
+        raise LeaseLostError(f"run {run.pk} no longer holds the lease on its host")
+
+
+def run_claim(*, run_id: int) -> Run | None:
+    """queued -> running; returns None when someone else claimed it or it ended."""
+    now = timezone.now()
+    claimed = Run.objects.filter(pk=run_id, state=Run.State.QUEUED).update(
+        state=Run.State.RUNNING, started_at=now, heartbeat_at=now
+    )
+    return Run.objects.get(pk=run_id) if claimed == 1 else None
+
+
+def run_heartbeat(
+    *, run: Run, done: int | None = None, total: int | None = None, log: str = ""
+) -> None:
+    """Record liveness (and progress, and new log lines) of a running run."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.state != Run.State.RUNNING:
+            raise IllegalTransitionError(f"run {run.pk} is {locked.state}")
+        run_assert_lease(locked)
+        locked.heartbeat_at = timezone.now()
+        if total is not None:
+            locked.progress_total = total
+        if done is not None:
+            locked.progress_done = min(done, locked.progress_total)
+        if log:
+            locked.log = (locked.log + log)[-LOG_LIMIT_CHARS:]
+        locked.save(update_fields=["heartbeat_at", "progress_total", "progress_done", "log"])
+
+
+def run_fail(*, run_id: int, outcome: str, reason: str) -> Run | None:
+    """End a run without a verdict (infrastructure, spec, benchmark or internal error)."""
+    if outcome in ("", Run.Outcome.COMPLETED):
+        raise ValueError("run_fail needs a failure outcome")
+    with transaction.atomic():
+        run = _lock_active(run_id)
+        if run is None:
+            return None
+        _end(run, Run.State.FINISHED, outcome, reason)
+        _gate_after_run_without_verdict(run.gate)
+        audit_record(
+            actor=Actor.system("worker"),
+            action="run.fail",
+            target=run,
+            organization_id=run.gate.engagement.organization_id,
+            detail={"outcome": outcome, "reason": reason[:500]},
+        )
+        if outcome in (Run.Outcome.INFRA_ERROR, Run.Outcome.INTERNAL_ERROR):
+            _alert_run_error(run, outcome, reason)
+    return run
+
+
+def run_cancel(*, actor: Actor, viewer: Viewer, run: Run) -> Run:
+    """Cancel a run: a queued run ends at once; a running one is stopped by its worker."""
+    if not viewer.can("run.cancel"):
+        raise NotAllowedError("you may not cancel runs")
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("gate__engagement").get(pk=run.pk)
+        detail = {"state_before": run.state}
+        if run.state == Run.State.QUEUED or (
+            run.state == Run.State.RUNNING and run.host_id is None
+        ):
+            _end(run, Run.State.CANCELED, "", "canceled before it started")
+            _gate_after_run_without_verdict(run.gate)
+        elif run.state == Run.State.RUNNING and run.cancel_requested_at is None:
+            run.cancel_requested_at = timezone.now()
+            run.save(update_fields=["cancel_requested_at"])
+            _dispatch_on_commit(run)
+        else:
+            detail["ignored"] = "already ended or cancel already requested"
+        audit_record(
+            actor=actor,
+            action="run.cancel",
+            target=run,
+            organization_id=run.gate.engagement.organization_id,
+            detail=detail,
+        )
+    return run
+
+
+def run_mark_canceled(*, run_id: int, reason: str = "canceled") -> Run | None:
+    """The worker stopped the remote work of a run whose cancel was requested."""
+    with transaction.atomic():
+        run = _lock_active(run_id)
+        if run is None:
+            return None
+        _end(run, Run.State.CANCELED, "", reason)
+        _gate_after_run_without_verdict(run.gate)
+    return run
+
+
+def decision_record(*, run_id: int, result: dict) -> Decision | None:
+    """Store the engine's verdict for a run and move the gate on. None if the run ended."""
+    with transaction.atomic():
+        run = _lock_active(run_id)
+        if run is None:
+            return None
+        run_assert_lease(run)
+        gate = Gate.objects.select_for_update().get(pk=run.gate_id)
+        decision = Decision.objects.create(
+            gate=gate,
+            spec=run.spec,
+            kind=Decision.Kind.ENGINE,
+            verdict=result["verdict"],
+            clauses=result.get("clauses", []),
+            result=result,
+            decided_by_system=result.get("engine", "tollgate decision engine"),
+        )
+        decision.runs.add(run)
+        _end(run, Run.State.FINISHED, Run.Outcome.COMPLETED, "")
+        gate.verdict = decision.verdict
+        gate.decided_at = decision.created_at
+        gate_move(gate, Gate.State.DECIDED)
+        gate.save(update_fields=["verdict", "decided_at"])
+        _after_verdict(gate, decision)
+        audit_record(
+            actor=Actor.system("decision-engine"),
+            action="gate.decide",
+            target=gate,
+            organization_id=gate.engagement.organization_id,
+            detail={"verdict": decision.verdict, "run": run.pk, "decision": decision.pk},
+        )
+    return decision
+
+
+def _after_verdict(gate: Gate, decision: Decision) -> None:
+    if decision.verdict == Verdict.PASS:
+        gate_open_next(gate)
+        return
+    if decision.verdict != Verdict.FAIL:
+        return
+    failures = gate.decisions.filter(kind=Decision.Kind.ENGINE, verdict=Verdict.FAIL).count()
+    max_attempts = decision.spec.document.get("stop_loss", {}).get("max_attempts", 1)
+    if failures >= max_attempts:
+        gate.stop_loss_review = True
+        gate.save(update_fields=["stop_loss_review"])
+    _alert_gate_failed(gate, decision, failures, max_attempts)
+
+
+def runs_stale(*, older_than_s: int) -> list[int]:
+    """Active runs whose last sign of life is older than the limit (never-heartbeated too)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    last_seen = Coalesce("heartbeat_at", "started_at", "created_at")
+    stale = (
+        Run.objects.filter(state=Run.State.RUNNING).alias(seen=last_seen).filter(seen__lt=cutoff)
+    )
+    return list(stale.values_list("id", flat=True))
+
+
+def runs_to_redispatch(*, older_than_s: int) -> list[int]:
+    """Active remote runs nobody has poked lately (a lost broker message, a dead worker)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    quiet = Run.objects.filter(state__in=ACTIVE_STATES, source=Run.Source.REMOTE).filter(
+        Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lt=cutoff)
+    )
+    return list(quiet.values_list("id", flat=True))
+
+
+def _lock_active(run_id: int) -> Run | None:
+    run = (
+        Run.objects.select_for_update()
+        .select_related("gate__engagement", "spec")
+        .filter(pk=run_id, state__in=ACTIVE_STATES)
+        .first()
+    )
+    return run
+
+
+def _end(run: Run, state: str, outcome: str, reason: str) -> None:
+    host_lease_release(run=run)
+    run.state = state
+    run.outcome = outcome
+    run.reason = reason[:5000]
+    run.finished_at = timezone.now()
+    run.save(update_fields=["state", "outcome", "reason", "finished_at"])
+
+
+def _gate_after_run_without_verdict(gate: Gate) -> None:
+    gate = Gate.objects.select_for_update().get(pk=gate.pk)
+    if gate.state != Gate.State.RUNNING:
+        return
+    decided_before = gate.decisions.filter(kind=Decision.Kind.ENGINE).exists()
+    gate_move(gate, Gate.State.DECIDED if decided_before else Gate.State.READY)
+
+
+def _alert_gate_failed(gate: Gate, decision: Decision, failures: int, max_attempts: int) -> None:
+    review = gate.stop_loss_review
+    subject = f"[Tollgate] {gate.engagement.title}: {gate.kind} failed" + (
+        " - stop-loss review" if review else f" (attempt {failures} of {max_attempts})"
+    )
+    lines = [f"{gate.get_kind_display()} failed on spec v{decision.spec.version}.", ""]
+    for clause in decision.clauses:
+        if clause.get("verdict") == Verdict.FAIL:
+            lines.append(
+                f"- {clause.get('metric')} at tier {clause.get('tier')}: "
+                f"{clause.get('cause') or 'below threshold'}"
+            )
+    if review:
+        lines += [
+            "",
+            "Attempts are spent: a vendor admin must stop the engagement or waive "
+            "the gate with a written justification.",
+        ]
+    alert_enqueue(
+        event="stop_loss_review" if review else "gate_failed",
+        key=f"gate_failed:{decision.pk}",
+        engagement=gate.engagement,
+        gate=gate,
+        subject=subject,
+        body="\n".join(lines) + "\n",
+    )
+
+
+def _alert_run_error(run: Run, outcome: str, reason: str) -> None:
+    gate = run.gate
+    alert_enqueue(
+        event="run_error",
+        key=f"run_error:{run.pk}",
+        engagement=gate.engagement,
+        gate=gate,
+        run=run,
+        subject=f"[Tollgate] {gate.engagement.title}: {gate.kind} run #{run.attempt} {outcome}",
+        body=f"The run ended without a verdict ({outcome}); this is not a product failure.\n\n"
+        f"{reason[:2000]}\n",
+    )

@@ -1,0 +1,72 @@
+"""API tokens for CI: created with the secret shown once, stored as a digest, revocable."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from gates.crypto import new_api_token
+from gates.errors import NotAllowedError, ServiceError
+from gates.models import ApiToken, Engagement, Organization
+from gates.services.audit import Actor, audit_record
+from gates.tenancy import Viewer
+
+
+def api_token_create(
+    *,
+    actor: Actor,
+    viewer: Viewer,
+    organization: Organization,
+    name: str,
+    scopes: list[str],
+    engagement: Engagement | None = None,
+    expires_at: datetime | None = None,
+) -> tuple[ApiToken, str]:
+    """Return the token row and the secret, which is never stored or shown again."""
+    if not viewer.can("token.manage") or organization.id not in viewer.organization_ids:
+        raise NotAllowedError("you may not create tokens for this organization")
+    unknown = sorted(set(scopes) - set(ApiToken.Scope.values))
+    if unknown or not scopes:
+        raise ServiceError(f"scopes must be among {ApiToken.Scope.values}", field="scopes")
+    if (
+        engagement is not None
+        and engagement.organization_id != organization.id
+        and not organization.is_vendor
+    ):
+        raise ServiceError("the engagement belongs to another organization", field="engagement")
+    secret, prefix, digest = new_api_token()
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            organization=organization,
+            engagement=engagement,
+            name=name,
+            prefix=prefix,
+            digest=digest,
+            scopes=sorted(set(scopes)),
+            created_by=actor.user,
+            expires_at=expires_at,
+        )
+        audit_record(
+            actor=actor,
+            action="token.create",
+            target=token,
+            organization_id=organization.id,
+            detail={"name": name, "scopes": token.scopes, "prefix": prefix},
+        )
+    return token, secret
+
+
+def api_token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        audit_record(
+            actor=actor,
+            action="token.revoke",
+            target=token,
+            organization_id=token.organization_id,
+            detail={"prefix": token.prefix},
+        )
+    return token

@@ -1,0 +1,311 @@
+"""Gate specs: the JSON contract of each gate kind, its schema, validation and defaults.
+
+Pure: plain JSON in, a list of field errors out. No Django.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+GATE_KINDS = ("G1", "G2", "G3", "G4")
+DATASETS = ["random", "prefix_repetition", "cold_recovery", "sharegpt"]
+ARM_KINDS = ["resident", "offload", "recompute"]
+CHANGE_KINDS = ["reduction", "gain", "ratio"]
+TEMPLATES_DIR = Path(__file__).resolve().parent / "spec_templates"
+
+
+@dataclass(frozen=True)
+class FieldError:
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def _integer(low: int, high: int) -> dict:
+    return {"type": "integer", "minimum": low, "maximum": high}
+
+
+def _number(low: float, high: float) -> dict:
+    return {"type": "number", "minimum": low, "maximum": high}
+
+
+def _obj(properties: dict, required: list[str] | None = None) -> dict:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required if required is not None else list(properties),
+        "additionalProperties": False,
+    }
+
+
+NULLABLE_STR = {"type": ["string", "null"], "maxLength": 200}
+NULLABLE_NUMBER = {"type": ["number", "null"], "minimum": 0, "maximum": 1e9}
+VERSION_TEXT = {"type": ["string", "null"], "pattern": r"^[0-9][0-9A-Za-z.+_-]{0,39}$"}
+STOP_LOSS = _obj({"max_attempts": _integer(1, 10)})
+WORKLOAD = _obj(
+    {
+        "dataset": {"enum": DATASETS},
+        "input_len": _integer(1, 2_000_000),
+        "prefix_len": _integer(0, 2_000_000),
+        "suffix_len": _integer(0, 2_000_000),
+        "output_len": _integer(1, 100_000),
+        "num_prompts": _integer(1, 100_000),
+        "seed": _integer(0, 2**31 - 1),
+        "cold_recovery": {"type": "boolean"},
+        "max_concurrency": _integer(1, 4096),
+    },
+    required=["dataset", "num_prompts", "seed"],
+)
+SERVER = _obj(
+    {
+        "model_path": {"type": "string", "minLength": 1, "maxLength": 300},
+        "tensor_parallel_size": _integer(1, 64),
+        "max_model_len": _integer(1, 10_000_000),
+        "gpu_memory_utilization": _number(0.05, 1.0),
+        "offload_gib": _number(0, 1_000_000),
+    },
+    required=[],
+)
+
+G1_SCHEMA = _obj(
+    {
+        "gate": {"const": "G1"},
+        "version": _integer(1, 1_000_000),
+        "expect": _obj(
+            {
+                "gpu_vendor": {"enum": ["nvidia", "amd", None]},
+                "gpu_model_pattern": {"type": ["string", "null"], "maxLength": 200},
+                "gpu_count": _integer(1, 1024),
+                "gpu_memory_min_gib": NULLABLE_NUMBER,
+                "driver_min": VERSION_TEXT,
+                "cuda_min": VERSION_TEXT,
+                "rocm_min": VERSION_TEXT,
+                "vllm_min": VERSION_TEXT,
+                "host_memory_min_gib": NULLABLE_NUMBER,
+                "offload_tier": _obj(
+                    {"required": {"type": "boolean"}, "min_capacity_gib": NULLABLE_NUMBER}
+                ),
+                "free_disk_min_gib": NULLABLE_NUMBER,
+                "kernel_pattern": {"type": ["string", "null"], "maxLength": 200},
+            },
+            required=["gpu_count"],
+        ),
+        "stop_loss": STOP_LOSS,
+    }
+)
+G2_SCHEMA = _obj(
+    {
+        "gate": {"const": "G2"},
+        "version": _integer(1, 1_000_000),
+        "health": _obj({"timeout_s": _integer(1, 86_400)}),
+        "equivalence": _obj(
+            {
+                "prompts": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 500,
+                    "items": {"type": "string", "minLength": 1, "maxLength": 20_000},
+                },
+                "max_tokens": _integer(1, 4096),
+                "max_mismatch_pct": _number(0, 100),
+            }
+        ),
+        "offload_hit": _obj(
+            {
+                "min_external_hit_rate": _number(0, 1),
+                "workload": WORKLOAD,
+                "tier": _integer(1, 4096),
+            }
+        ),
+        "noise_floor": _obj(
+            {
+                "repetitions": _integer(2, 50),
+                "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+                "metric": {"type": "string"},
+                "max_noise_pct": _number(0, 1000),
+                "tier": _integer(1, 4096),
+                "workload": WORKLOAD,
+            },
+            required=["repetitions", "metric", "max_noise_pct", "tier", "workload"],
+        ),
+        "server": SERVER,
+        "stop_loss": STOP_LOSS,
+    },
+    required=[
+        "gate",
+        "version",
+        "health",
+        "equivalence",
+        "offload_hit",
+        "noise_floor",
+        "stop_loss",
+    ],
+)
+CLAUSE = _obj(
+    {
+        "metric": {"type": "string", "minLength": 1, "maxLength": 60},
+        "compare": {"type": "string", "pattern": r"^[a-z_]{1,30}/[a-z_]{1,30}$"},
+        "change": {"enum": CHANGE_KINDS},
+        "at_least_pct": _number(0, 100_000),
+        "at_least": _number(0, 1_000_000),
+        "tiers": {
+            "oneOf": [
+                {"const": "all"},
+                {"type": "array", "minItems": 1, "uniqueItems": True, "items": _integer(1, 4096)},
+            ]
+        },
+    },
+    required=["metric", "compare", "change", "tiers"],
+)
+G3_SCHEMA = _obj(
+    {
+        "gate": {"const": "G3"},
+        "version": _integer(1, 1_000_000),
+        "workload": WORKLOAD,
+        "arms": {
+            "type": "object",
+            "properties": {
+                role: {"enum": ARM_KINDS} for role in ("baseline", "offload", "recompute")
+            },
+            "required": ["baseline", "offload"],
+            "additionalProperties": False,
+        },
+        "tiers": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 16,
+            "uniqueItems": True,
+            "items": _integer(1, 4096),
+        },
+        "repetitions": _obj({"min": _integer(2, 50), "max": _integer(2, 50)}),
+        "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+        "clauses": {"type": "array", "minItems": 1, "maxItems": 50, "items": CLAUSE},
+        "validity": _obj(
+            {
+                "max_failed_pct": _number(0, 100),
+                "min_external_hit_rate": _number(0, 1),
+                "require_kv_exceeds_vram": {"type": "boolean"},
+            }
+        ),
+        "server": SERVER,
+        "stop_loss": STOP_LOSS,
+    },
+    required=[
+        "gate",
+        "version",
+        "workload",
+        "arms",
+        "tiers",
+        "repetitions",
+        "confidence",
+        "clauses",
+        "validity",
+        "stop_loss",
+    ],
+)
+G4_SCHEMA = _obj(
+    {
+        "gate": {"const": "G4"},
+        "version": _integer(1, 1_000_000),
+        "duration_h": _number(0.01, 24 * 60),
+        "window_min": _number(0.05, 24 * 60),
+        "load": WORKLOAD,
+        "limits": _obj(
+            {
+                "max_crashes": _integer(0, 1000),
+                "max_error_rate_pct": _number(0, 100),
+                "max_throughput_drift_pct": _number(0, 1000),
+                "max_ttft_p99_change_pct": _number(0, 10_000),
+                "max_memory_growth_mib_per_h": _number(0, 1e9),
+                "max_unobserved_pct": _number(0, 100),
+            }
+        ),
+        "server": SERVER,
+        "stop_loss": STOP_LOSS,
+    },
+    required=["gate", "version", "duration_h", "window_min", "load", "limits", "stop_loss"],
+)
+SCHEMAS = {"G1": G1_SCHEMA, "G2": G2_SCHEMA, "G3": G3_SCHEMA, "G4": G4_SCHEMA}
+_VALIDATORS = {kind: Draft202012Validator(schema) for kind, schema in SCHEMAS.items()}
+
+
+def validate_spec(kind: str, document: Any) -> list[FieldError]:
+    """Every problem with `document` as a spec for gate `kind`; empty when it is valid."""
+    if kind not in SCHEMAS:
+        return [FieldError("gate", f"unknown gate kind {kind!r}")]
+    if not isinstance(document, dict):
+        return [FieldError("(document)", "a gate spec must be a JSON object")]
+    errors = [
+        found for error in _VALIDATORS[kind].iter_errors(document) for found in _field_errors(error)
+    ]
+    if errors:
+        return sorted(set(errors), key=lambda e: (e.field, e.message))
+    return _semantic_errors(kind, document)
+
+
+def default_spec(kind: str) -> dict:
+    """The default template for a gate kind (a fresh copy each call)."""
+    return json.loads((TEMPLATES_DIR / f"{kind}.json").read_text())
+
+
+def spec_digest(document: dict) -> str:
+    """SHA-256 of the canonical JSON: what both parties sign."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def with_version(document: dict, version: int) -> dict:
+    updated = copy.deepcopy(document)
+    updated["version"] = version
+    return updated
+
+
+def _semantic_errors(kind: str, document: dict) -> list[FieldError]:
+    if kind == "G3":
+        return _g3_errors(document)
+    if kind == "G4" and document["window_min"] > document["duration_h"] * 60:
+        return [FieldError("window_min", "a window cannot be longer than the soak")]
+    return []
+
+
+def _g3_errors(document: dict) -> list[FieldError]:
+    from gates.decisions import ClauseError, parse_clauses
+
+    errors = []
+    repetitions = document["repetitions"]
+    if repetitions["min"] > repetitions["max"]:
+        errors.append(FieldError("repetitions.min", "must not exceed repetitions.max"))
+    try:
+        parse_clauses(document)
+    except ClauseError as error:
+        errors.append(FieldError(error.field, error.message))
+    return errors
+
+
+def _field_errors(error) -> list[FieldError]:
+    path = list(error.absolute_path)
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in error.instance]
+        return [FieldError(_field_name([*path, name]), "is required") for name in missing]
+    if error.validator == "additionalProperties":
+        known = error.schema.get("properties", {})
+        unknown = sorted(str(name) for name in error.instance if name not in known)
+        return [FieldError(_field_name([*path, name]), "is not a known field") for name in unknown]
+    message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
+    return [FieldError(_field_name(path), message)]
+
+
+def _field_name(path: list) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or "(document)"

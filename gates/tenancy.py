@@ -1,0 +1,191 @@
+"""Who may see and do what. Every page and API view scopes its queries through here.
+
+Vendor staff see every organization; customer users and tokens see only their own; an object
+of another organization is a 404, never a 403, so ids leak nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Model, QuerySet
+from django.http import Http404
+
+from gates.models import (
+    Alert,
+    ApiToken,
+    Artifact,
+    Decision,
+    Engagement,
+    Gate,
+    GateSpec,
+    Host,
+    Measurement,
+    Membership,
+    Organization,
+    Run,
+    SoakSample,
+)
+
+Role = Membership.Role
+
+# The path from each tenant-owned model to its organization, and to its engagement.
+ORGANIZATION_PATH = {
+    Organization: "",
+    Engagement: "organization",
+    Host: "organization",
+    Gate: "engagement__organization",
+    GateSpec: "gate__engagement__organization",
+    Run: "gate__engagement__organization",
+    Decision: "gate__engagement__organization",
+    Alert: "engagement__organization",
+    Measurement: "run__gate__engagement__organization",
+    SoakSample: "run__gate__engagement__organization",
+    Artifact: "run__gate__engagement__organization",
+    ApiToken: "organization",
+}
+ENGAGEMENT_PATH = {
+    Engagement: "",
+    Gate: "engagement",
+    GateSpec: "gate__engagement",
+    Run: "gate__engagement",
+    Decision: "gate__engagement",
+    Alert: "engagement",
+    Measurement: "run__gate__engagement",
+    SoakSample: "run__gate__engagement",
+    Artifact: "run__gate__engagement",
+}
+
+ROLE_ACTIONS = {
+    Role.VENDOR_ADMIN: {
+        "engagement.create",
+        "spec.edit",
+        "spec.sign",
+        "run.start",
+        "run.cancel",
+        "gate.review",
+        "host.manage",
+        "token.manage",
+        "alert.ack",
+    },
+    Role.VENDOR_ENGINEER: {
+        "engagement.create",
+        "spec.edit",
+        "spec.sign",
+        "run.start",
+        "run.cancel",
+        "host.manage",
+        "alert.ack",
+    },
+    Role.CUSTOMER_OWNER: {"spec.sign", "run.start", "run.cancel", "token.manage", "alert.ack"},
+    Role.CUSTOMER_VIEWER: set(),
+}
+# What a token may do, on top of its creator's role: "run" is the write scope for automation;
+# signing needs "sign"; stop-loss review and token management are never done by a token.
+SCOPE_ACTIONS = {
+    ApiToken.Scope.READ: set(),
+    ApiToken.Scope.RUN: {
+        "run.start",
+        "run.cancel",
+        "spec.edit",
+        "engagement.create",
+        "host.manage",
+        "alert.ack",
+    },
+    ApiToken.Scope.SIGN: {"spec.sign"},
+}
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The scope of one request: a signed-in user or an API token."""
+
+    user: object | None
+    is_vendor: bool = False
+    organization_ids: frozenset[int] = field(default_factory=frozenset)
+    roles: frozenset[str] = field(default_factory=frozenset)
+    engagement_id: int | None = None
+    token: ApiToken | None = None
+
+    def can(self, action: str) -> bool:
+        allowed = set().union(*(ROLE_ACTIONS[Role(role)] for role in self.roles))
+        if self.token is not None:
+            allowed &= set().union(*(SCOPE_ACTIONS.get(s, set()) for s in self.token.scopes))
+        return action in allowed
+
+    @property
+    def party(self) -> str | None:
+        """Which party this viewer signs for: "vendor", "customer" or None."""
+        if self.is_vendor:
+            return "vendor"
+        return "customer" if Role.CUSTOMER_OWNER in self.roles else None
+
+
+def viewer_for_user(user) -> Viewer:
+    if user is None or not user.is_authenticated or not user.is_active:
+        return Viewer(user=None)
+    memberships = list(Membership.objects.filter(user=user).select_related("organization"))
+    return Viewer(
+        user=user,
+        is_vendor=any(m.organization.is_vendor for m in memberships),
+        organization_ids=frozenset(m.organization_id for m in memberships),
+        roles=frozenset(m.role for m in memberships),
+    )
+
+
+def viewer_for_token(token: ApiToken) -> Viewer:
+    base = viewer_for_user(token.created_by)
+    in_org = [
+        m.role
+        for m in Membership.objects.filter(user=token.created_by, organization=token.organization)
+    ]
+    return Viewer(
+        user=token.created_by,
+        is_vendor=token.organization.is_vendor and base.is_vendor,
+        organization_ids=frozenset({token.organization_id}),
+        roles=frozenset(in_org),
+        engagement_id=token.engagement_id,
+        token=token,
+    )
+
+
+def viewer_for_request(request) -> Viewer:
+    cached = getattr(request, "_tollgate_viewer", None)
+    if cached is None:
+        token = getattr(request, "auth", None)
+        if isinstance(token, ApiToken):
+            cached = viewer_for_token(token)
+        else:
+            cached = viewer_for_user(getattr(request, "user", None))
+        request._tollgate_viewer = cached
+    return cached
+
+
+def visible(model_or_queryset: type[Model] | QuerySet, viewer: Viewer) -> QuerySet:
+    """The rows of a tenant-owned model this viewer may see."""
+    queryset = (
+        model_or_queryset
+        if isinstance(model_or_queryset, QuerySet)
+        else model_or_queryset.objects.all()
+    )
+    model = queryset.model
+    if viewer.user is None:
+        return queryset.none()
+    if viewer.engagement_id is not None:
+        if model not in ENGAGEMENT_PATH:
+            return queryset.none()
+        path = ENGAGEMENT_PATH[model]
+        queryset = queryset.filter(**{f"{path}__id" if path else "id": viewer.engagement_id})
+    if viewer.is_vendor:
+        return queryset
+    path = ORGANIZATION_PATH[model]
+    return queryset.filter(**{f"{path}__id__in" if path else "id__in": viewer.organization_ids})
+
+
+def get_visible_or_404(model_or_queryset, viewer: Viewer, **lookup) -> Model:
+    try:
+        return visible(model_or_queryset, viewer).get(**lookup)
+    except (
+        model_or_queryset if isinstance(model_or_queryset, type) else model_or_queryset.model
+    ).DoesNotExist as missing:
+        raise Http404("not found") from missing

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from gates import services
+from gates.models import AuditEvent, Gate, Run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_pages_require_login(client, engagement):
+    response = client.get(reverse("gates:engagement-detail", args=[engagement.pk]))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_the_login_page_renders(client):
+    assert b"Log in" in client.get(reverse("login")).content
+
+
+def test_an_engagement_page_shows_its_four_gates_honestly_pending(
+    client, customer_viewer, engagement
+):
+    client.force_login(customer_viewer)
+    page = client.get(reverse("gates:engagement-detail", args=[engagement.pk])).content.decode()
+    for label in (
+        "G1 arrival acceptance",
+        "G2 functional integration",
+        "G3 performance",
+        "G4 stability soak",
+    ):
+        assert label in page
+    assert page.count("No verdict yet.") == 1  # only G1 is open; the rest are locked
+    assert page.count("Opens when the previous gate passes") == 3
+
+
+def test_a_vendor_starts_a_run_from_the_gate_page(client, vendor_admin, engagement, host):
+    client.force_login(vendor_admin)
+    gate = engagement.gates.get(kind="G1")
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert "Start a run" in page
+    response = client.post(reverse("gates:run-start", args=[gate.pk]), {"host": host.pk})
+    run = Run.objects.get()
+    assert response["Location"] == reverse("gates:run-detail", args=[run.pk])
+    run_page = client.get(response["Location"]).content.decode()
+    assert "<progress" in run_page and "queued" in run_page
+
+
+def test_a_viewer_sees_no_start_button_and_cannot_post(client, customer_viewer, engagement, host):
+    client.force_login(customer_viewer)
+    gate = engagement.gates.get(kind="G1")
+    assert (
+        "Start a run"
+        not in client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    )
+    client.post(reverse("gates:run-start", args=[gate.pk]), {"host": host.pk})
+    assert not Run.objects.exists()
+
+
+def test_forms_need_a_csrf_token(vendor_admin, engagement, host):
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(vendor_admin)
+    gate = engagement.gates.get(kind="G1")
+    response = strict.post(reverse("gates:run-start", args=[gate.pk]), {"host": host.pk})
+    assert response.status_code == 403 and not Run.objects.exists()
+
+
+def test_stop_loss_review_from_the_page_is_audited(
+    client, vendor_admin, actor, vendor_viewer, engagement, host
+):
+    gate = engagement.gates.get(kind="G1")
+    for _ in range(2):
+        run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
+        services.run_claim(run_id=run.pk)
+        services.decision_record(run_id=run.pk, result={"verdict": "fail", "clauses": []})
+    client.force_login(vendor_admin)
+    assert (
+        "Stop-loss review"
+        in client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    )
+    client.post(
+        reverse("gates:gate-review", args=[gate.pk]),
+        {"action": "waive", "justification": "The customer accepts the miss in writing."},
+    )
+    assert Gate.objects.get(pk=gate.pk).state == Gate.State.WAIVED
+    assert AuditEvent.objects.filter(action="gate.waive", actor=vendor_admin).exists()
+
+
+def test_healthz_reports_the_database_and_the_worker_canary(client):
+    body = client.get("/healthz").json()
+    assert body["database"] == "ok" and body["worker"] == "stale"
