@@ -1,0 +1,175 @@
+"""G2 functional integration: health, greedy equivalence, offload hit rate, A/A noise floor."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gates.decisions import EvidenceError, SpecFieldError, decide_g2
+
+PROMPTS = ["p0", "p1", "p2", "p3"]
+
+
+def g2_spec(**noise) -> dict:
+    floor = {
+        "repetitions": 4,
+        "metric": "ttft_p50",
+        "max_noise_pct": 10.0,
+        "tier": 8,
+        "workload": {"dataset": "random", "num_prompts": 8, "seed": 1},
+    }
+    floor.update(noise)
+    return {
+        "gate": "G2",
+        "version": 2,
+        "health": {"timeout_s": 900},
+        "equivalence": {"prompts": PROMPTS, "max_tokens": 16, "max_mismatch_pct": 0.0},
+        "offload_hit": {
+            "min_external_hit_rate": 0.2,
+            "tier": 8,
+            "workload": {"dataset": "random", "num_prompts": 8, "seed": 1},
+        },
+        "noise_floor": floor,
+        "stop_loss": {"max_attempts": 2},
+    }
+
+
+def run(ttft: float, completed: int = 8) -> dict:
+    return {"completed": completed, "failed": 0, "ttft_ms": {"median": ttft}}
+
+
+def aa_pairs(ratios: list[float]) -> list[dict]:
+    return [
+        {"repetition": i, "a": run(1000.0 * ratio), "b": run(1000.0)}
+        for i, ratio in enumerate(ratios, start=1)
+    ]
+
+
+def observed(**changes) -> dict:
+    seen = {
+        "health": {"healthy": True, "seconds": 120.0},
+        "equivalence": [
+            {"prompt": i, "reference": f"out {i}", "offload": f"out {i}"}
+            for i in range(len(PROMPTS))
+        ],
+        "external_hit_rate": 0.45,
+        "aa_pairs": aa_pairs([1.01, 0.99, 1.02, 0.985]),
+    }
+    seen.update(changes)
+    return seen
+
+
+def row(result: dict, check: str) -> dict:
+    return next(item for item in result["clauses"] if item["check"] == check)
+
+
+def test_a_healthy_equivalent_offload_with_a_quiet_noise_floor_passes():
+    result = decide_g2(g2_spec(), observed())
+    assert result["verdict"] == "pass"
+    json.dumps(result, allow_nan=False)
+
+
+def test_the_noise_floor_is_the_half_width_of_the_aa_interval_in_percent():
+    ratios = [1.01, 0.99, 1.02, 0.985]
+    noise = row(decide_g2(g2_spec(), observed()), "noise_floor")
+    logs = np.log(ratios)
+    half = 2.3533634348018264 * logs.std(ddof=1) / 2  # t(0.95, 3 df) for a 90 % interval, n = 4
+    assert noise["noise_pct"] == pytest.approx(100 * (math.exp(half) - 1))
+    assert noise["sd_log_ratio"] == pytest.approx(logs.std(ddof=1))
+    assert noise["low_ratio"] < 1 < noise["high_ratio"]
+
+
+def test_a_noise_floor_above_the_limit_fails():
+    result = decide_g2(g2_spec(), observed(aa_pairs=aa_pairs([1.3, 0.8, 1.2, 0.75])))
+    assert result["verdict"] == "fail"
+    assert "exceeds 10 %" in row(result, "noise_floor")["cause"]
+
+
+def test_an_aa_interval_that_excludes_one_fails_as_a_systematic_difference():
+    result = decide_g2(g2_spec(), observed(aa_pairs=aa_pairs([1.05, 1.06, 1.05, 1.055])))
+    assert row(result, "noise_floor")["verdict"] == "fail"
+    assert "excludes 1" in row(result, "noise_floor")["cause"]
+
+
+def test_fewer_aa_repetitions_than_the_spec_asks_are_inconclusive():
+    result = decide_g2(g2_spec(), observed(aa_pairs=aa_pairs([1.01, 0.99, 1.0])))
+    assert row(result, "noise_floor")["verdict"] == "inconclusive"
+    assert row(result, "noise_floor")["cause"] == "3 of 4 A/A repetitions usable"
+
+
+def test_an_aa_run_without_completed_requests_is_invalid():
+    pairs = aa_pairs([1.01, 0.99, 1.02, 0.985])
+    pairs[1]["b"]["completed"] = 0
+    result = decide_g2(g2_spec(), observed(aa_pairs=pairs))
+    assert result["verdict"] == "invalid"
+
+
+def test_a_server_that_never_became_healthy_fails():
+    result = decide_g2(g2_spec(), observed(health={"healthy": False, "seconds": None}))
+    assert result["verdict"] == "fail"
+    assert result["reasons"] == ["health: the offload server did not become healthy within 900 s"]
+
+
+def test_a_different_greedy_output_fails_the_equivalence_check():
+    outputs = observed()["equivalence"]
+    outputs[2]["offload"] = "something else"
+    equivalence = row(decide_g2(g2_spec(), observed(equivalence=outputs)), "equivalence")
+    assert equivalence["verdict"] == "fail" and equivalence["mismatched"] == [2]
+    assert equivalence["mismatch_pct"] == 25.0
+
+
+def test_missing_prompts_are_inconclusive_unless_the_mismatches_already_fail():
+    outputs = observed()["equivalence"][:3]
+    assert row(decide_g2(g2_spec(), observed(equivalence=outputs)), "equivalence")["verdict"] == (
+        "inconclusive"
+    )
+    outputs[0]["offload"] = "drifted"
+    assert row(decide_g2(g2_spec(), observed(equivalence=outputs)), "equivalence")["verdict"] == (
+        "fail"
+    )
+
+
+def test_an_offload_tier_that_is_not_hit_fails_and_an_unknown_rate_is_inconclusive():
+    assert (
+        row(decide_g2(g2_spec(), observed(external_hit_rate=0.05)), "offload_hit")["verdict"]
+        == "fail"
+    )
+    assert decide_g2(g2_spec(), observed(external_hit_rate=None))["verdict"] == "inconclusive"
+
+
+def test_a_bad_spec_or_observation_names_the_field():
+    with pytest.raises(SpecFieldError) as caught:
+        decide_g2(g2_spec(metric="vram_p50"), observed())
+    assert caught.value.field == "noise_floor.metric"
+    with pytest.raises(EvidenceError) as caught:
+        decide_g2(g2_spec(), observed(equivalence=[{"prompt": 9, "reference": "", "offload": ""}]))
+    assert caught.value.field == "observed.equivalence"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["health", "equivalence", "external_hit_rate", "aa_pairs"]), json_values
+    )
+)
+def test_any_observation_gives_a_verdict_or_an_evidence_error(damage):
+    try:
+        result = decide_g2(g2_spec(), observed(**damage))
+    except EvidenceError as error:
+        assert error.field.startswith("observed")
+        return
+    assert result["verdict"] in ("pass", "fail", "inconclusive", "invalid") and result["reasons"]
