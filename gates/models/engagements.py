@@ -28,6 +28,8 @@ class Engagement(models.Model):
     planned_start = models.DateField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
     state_reason = models.TextField(blank=True)
+    # The KV planner's inputs for this deployment (model, GPUs, TP, dtype): see gates/planner.py.
+    kv_plan = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
