@@ -13,6 +13,7 @@ from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from gates.decisions import stop_loss_review
 from gates.errors import (
     HostBusyError,
     IllegalTransitionError,
@@ -265,12 +266,15 @@ def _after_verdict(gate: Gate, decision: Decision) -> None:
         return
     if decision.verdict != Verdict.FAIL:
         return
-    failures = gate.decisions.filter(kind=Decision.Kind.ENGINE, verdict=Verdict.FAIL).count()
+    verdicts = list(
+        gate.decisions.filter(kind=Decision.Kind.ENGINE).values_list("verdict", flat=True)
+    )
     max_attempts = decision.spec.document.get("stop_loss", {}).get("max_attempts", 1)
-    if failures >= max_attempts:
+    review = stop_loss_review(verdicts, max_attempts)
+    if review["review"]:
         gate.stop_loss_review = True
         gate.save(update_fields=["stop_loss_review"])
-    _alert_gate_failed(gate, decision, failures, max_attempts)
+    _alert_gate_failed(gate, decision, review["failures"], max_attempts)
 
 
 def runs_stale(*, older_than_s: int) -> list[int]:
