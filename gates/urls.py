@@ -1,6 +1,6 @@
 """Page routes."""
 
-from django.urls import path
+from django.urls import include, path
 
 from gates import views
 
@@ -15,4 +15,5 @@ urlpatterns = [
     path("gates/<int:pk>/spec/sign/", views.spec_sign, name="spec-sign"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("planner/", include("gates.planner_urls")),
 ]

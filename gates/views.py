@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from gates import services
 from gates.api.engagements import gate_clauses
 from gates.errors import ServiceError
+from gates.kvplans import spec_kv_warning
 from gates.models import Decision, Engagement, Gate, Host, Run, ServiceHeartbeat
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
@@ -61,10 +62,12 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
     gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
     spec = gate.current_spec
     hosts = visible(Host, viewer).filter(organization_id=gate.engagement.organization_id)
+    kv_warning = spec_kv_warning(gate.engagement, spec.document) if gate.kind == "G3" else ""
     return render(
         request,
         "gates/gate_detail.html",
         {
+            "kv_warning": kv_warning,
             "gate": gate,
             "engagement": gate.engagement,
             "spec": spec,

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.api import engagements, hosts, runs, schema  # noqa: F401 (schema: auth scheme)
+from gates.api import engagements, hosts, planner, runs, schema  # noqa: F401 (schema: auth scheme)
 
 app_name = "api"
 
@@ -21,4 +21,5 @@ urlpatterns = [
     path("runs/<int:pk>/samples/", runs.RunSamplesApi.as_view(), name="run-samples"),
     path("hosts/", hosts.HostListApi.as_view(), name="host-list"),
     path("hosts/<int:pk>/", hosts.HostDetailApi.as_view(), name="host-detail"),
+    path("planner/", planner.PlannerApi.as_view(), name="planner"),
 ]

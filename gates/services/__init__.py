@@ -19,6 +19,7 @@ from gates.services.hosts import (
     host_rotate_credentials,
     host_set_credential,
 )
+from gates.services.planning import engagement_kv_plan_save
 from gates.services.runs import (
     decision_record,
     host_lease_acquire,
@@ -47,6 +48,7 @@ __all__ = [
     "audit_record",
     "decision_record",
     "engagement_create",
+    "engagement_kv_plan_save",
     "engagement_stop",
     "gate_spec_sign",
     "gate_spec_update",
