@@ -1,0 +1,133 @@
+"""rocm-smi --json, amd-smi metric --json and /opt/rocm/.info/version for the emulated host.
+
+Pure rendering; standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Sequence
+
+from simhost.gpuinventory import (
+    AMD_MODEL,
+    MIB,
+    GpuLive,
+    bus_id,
+    gpu_uuid,
+    power_draw,
+    require_vendor,
+    temperature,
+)
+from simhost.hostconfig import HostConfig
+
+
+def _rocm_card(host: HostConfig, index: int, live: GpuLive) -> Dict[str, str]:
+    total = host.gpu_memory_mib * MIB
+    used = int(min(live.memory_used_mib * MIB, total))
+    util = str(round(live.utilization_pct))
+    return {
+        "Device Name": host.gpu_model,
+        "Device ID": AMD_MODEL.device_id,
+        "Device Rev": "0x00",
+        "Subsystem ID": "0x74a1",
+        "GUID": str(28000 + index),
+        "Unique ID": "0x" + gpu_uuid(host, index).replace("-", "")[:16],
+        "VBIOS version": "113-M3000100-102",
+        "Temperature (Sensor edge) (C)": "N/A",
+        "Temperature (Sensor junction) (C)": "{:.1f}".format(temperature(live) + 5),
+        "Temperature (Sensor memory) (C)": "{:.1f}".format(temperature(live)),
+        "Performance Level": "auto",
+        "Max Graphics Package Power (W)": "{:.1f}".format(AMD_MODEL.power_limit_w),
+        "Average Graphics Package Power (W)": "{:.1f}".format(power_draw(AMD_MODEL, live)),
+        "GPU use (%)": util,
+        "GPU Memory Allocated (VRAM%)": str(round(100 * used / total)),
+        "GPU Memory Read/Write Activity (%)": str(round(live.utilization_pct) // 2),
+        "Memory Activity": "N/A",
+        "Avg. Memory Bandwidth": "0",
+        "GPU memory vendor": "hynix",
+        "PCIe Replay Count": "0",
+        "Serial Number": "692{:09d}".format(index),
+        "Voltage (mV)": "N/A",
+        "PCI Bus": "0000:{}:00.0".format(bus_id(index)[1].lower()),
+        "VRAM Total Memory (B)": str(total),
+        "VRAM Total Used Memory (B)": str(used),
+        "VIS_VRAM Total Memory (B)": str(total),
+        "VIS_VRAM Total Used Memory (B)": str(used),
+        "GTT Total Memory (B)": str(int(host.host_memory_gib) << 30),
+        "GTT Total Used Memory (B)": "11354112",
+        "Card Series": host.gpu_model,
+        "Card Model": AMD_MODEL.device_id,
+        "Card Vendor": "Advanced Micro Devices, Inc. [AMD/ATI]",
+        "Card SKU": "M3000100",
+        "Node ID": str(index + 2),
+        "GFX Version": AMD_MODEL.compute_cap,
+        "(Topology) Numa Node": str(index // 4),
+        "(Topology) Numa Affinity": str(index // 4),
+    }
+
+
+def render_rocm_json(host: HostConfig, live: Sequence[GpuLive]) -> str:
+    """`rocm-smi --showallinfo --json`-like: card0..N plus system, every value a string."""
+    require_vendor(host, "amd", "rocm-smi")
+    payload: Dict[str, Dict[str, str]] = {}
+    for index, gpu_live in enumerate(live):
+        payload["card{}".format(index)] = _rocm_card(host, index, gpu_live)
+    system = {"Driver version": host.driver_version}
+    for a in range(len(live)):
+        for b in range(a + 1, len(live)):
+            system["(Topology) Weight between DRM devices {} and {}".format(a, b)] = "15"
+    payload["system"] = system
+    return json.dumps(payload, indent=4) + "\n"
+
+
+def _unit(value: float, unit: str) -> Dict[str, object]:
+    return {"value": value, "unit": unit}
+
+
+def _amd_metric(host: HostConfig, index: int, live: GpuLive) -> Dict[str, object]:
+    total = int(host.gpu_memory_mib * MIB / 1e6)
+    used = int(min(live.memory_used_mib * MIB / 1e6, total))
+    util = round(live.utilization_pct)
+    return {
+        "gpu": index,
+        "usage": {
+            "gfx_activity": _unit(util, "%"),
+            "umc_activity": _unit(util // 2, "%"),
+            "mm_activity": _unit(0, "%"),
+            "vcn_activity": [_unit(0, "%"), "N/A", "N/A", "N/A"],
+        },
+        "power": {
+            "socket_power": _unit(int(power_draw(AMD_MODEL, live)), "W"),
+            "gfx_voltage": "N/A",
+            "soc_voltage": "N/A",
+            "mem_voltage": "N/A",
+            "throttle_status": "UNTHROTTLED",
+            "power_management": "ENABLED",
+        },
+        "temperature": {
+            "edge": "N/A",
+            "hotspot": _unit(temperature(live) + 5, "C"),
+            "mem": _unit(temperature(live), "C"),
+        },
+        "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": 0},
+        "mem_usage": {
+            "total_vram": _unit(total, "MB"),
+            "used_vram": _unit(used, "MB"),
+            "free_vram": _unit(total - used, "MB"),
+            "total_visible_vram": _unit(total, "MB"),
+            "used_visible_vram": _unit(used, "MB"),
+            "free_visible_vram": _unit(total - used, "MB"),
+        },
+    }
+
+
+def render_amd_smi_json(host: HostConfig, live: Sequence[GpuLive]) -> str:
+    """`amd-smi metric --json` as ROCm <= 6.3 prints it: a bare list, one object per GPU."""
+    require_vendor(host, "amd", "amd-smi")
+    return json.dumps([_amd_metric(host, i, g) for i, g in enumerate(live)], indent=4) + "\n"
+
+
+def render_rocm_version(host: HostConfig) -> str:
+    """What /opt/rocm/.info/version holds on a ROCm host."""
+    require_vendor(host, "amd", "rocm")
+    return "{}-0\n".format(host.rocm_version or "unknown")

@@ -1,0 +1,249 @@
+"""`python -m simhost`: the command line of the vLLM host TEST DOUBLE.
+
+Subcommands serve, bench, smi, version, tier, meminfo, simulate, scenarios. Bad flags get one
+line on stderr and exit status 2. aiohttp and prometheus_client are imported only by serve and
+bench, so the probes run on a bare Python 3.9.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from datetime import datetime
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+from simhost import __version__
+from simhost.hostconfig import (
+    HOST_PRESETS,
+    HostConfig,
+    HostConfigError,
+    resolve_host_config,
+    tier_report,
+)
+from simhost.scenarios import ARMS, SCENARIOS, bench_command, serve_command
+from simhost.serveargs import UsageError, add_serve_arguments, serve_settings
+from simhost.smi import FORMATS, GpuLive, SmiQueryError, SmiUnavailableError, render
+from simhost.statefile import read_live_states, state_dir
+
+DESCRIPTION = (
+    "simhost: a TEST DOUBLE emulating a vLLM GPU host (no GPU, no model). "
+    "Its timings come from a KV-cache model, not from real hardware."
+)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as a single line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, "{}: error: {} (see --help)\n".format(self.prog, message))
+
+
+def _host_arguments() -> argparse.ArgumentParser:
+    common = OneLineParser(add_help=False)
+    group = common.add_argument_group("emulated host")
+    group.add_argument("--host-config", metavar="PATH", help="host config JSON")
+    group.add_argument("--host-preset", metavar="NAME", help=", ".join(sorted(HOST_PRESETS)))
+    return common
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="simhost", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version="simhost " + __version__)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    common = [_host_arguments()]
+    serve = commands.add_parser(
+        "serve",
+        parents=common,
+        help="emulated vLLM OpenAI server",
+        description="A TEST DOUBLE of `vllm serve`: OpenAI routes, /health and /metrics, "
+        "timed by a KV-cache model instead of a GPU.",
+    )
+    add_serve_arguments(serve)
+    bench = commands.add_parser(
+        "bench",
+        parents=common,
+        help="load client, vLLM result file",
+        description="The load client of the simhost test double; flags and result file as "
+        "`vllm bench serve`.",
+    )
+    from simhost.benchargs import add_bench_arguments
+
+    add_bench_arguments(bench)
+    smi = commands.add_parser("smi", parents=common, help="GPU inventory like nvidia/rocm/amd-smi")
+    smi.add_argument("--format", choices=FORMATS, help="default: by GPU vendor")
+    smi.add_argument("--query-gpu", help="nvidia-csv fields, comma separated")
+    smi.add_argument("--csv-options", default="", help="nvidia-csv: noheader,nounits")
+    smi.add_argument("--state-dir", help="where running servers publish live GPU use")
+    commands.add_parser("version", parents=common, help="print the vLLM version line")
+    tier = commands.add_parser("tier", parents=common, help="report the offload tier")
+    tier.add_argument("--json", action="store_true")
+    commands.add_parser("meminfo", parents=common, help="host memory as /proc/meminfo shows it")
+    _add_simulate(commands, common)
+    scenarios = commands.add_parser("scenarios", help="list scenarios or print one's commands")
+    scenarios.add_argument("name", nargs="?", choices=sorted(SCENARIOS))
+    return parser
+
+
+def _add_simulate(commands, common: List[argparse.ArgumentParser]) -> None:
+    simulate = commands.add_parser(
+        "simulate", parents=common, help="run a scenario in virtual time, no HTTP"
+    )
+    simulate.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    simulate.add_argument("--max-concurrency", type=int, action="append", metavar="N")
+    simulate.add_argument("--seed", type=int)
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _live_gpus(host: HostConfig, directory: str) -> List[GpuLive]:
+    """Sum the GPU memory of every live server; idle GPUs show a few MiB used."""
+    used = [0.0] * host.gpu_count
+    busy = [0.0] * host.gpu_count
+    for state in read_live_states(directory):
+        for index in range(min(host.gpu_count, len(state.memory_used_mib))):
+            used[index] += state.memory_used_mib[index]
+            busy[index] = max(busy[index], state.utilization_pct[index])
+    return [GpuLive(max(1.0, min(u, host.gpu_memory_mib)), b) for u, b in zip(used, busy)]  # noqa: B905 (3.9)
+
+
+def cmd_smi(args: argparse.Namespace, host: HostConfig, environ: Mapping[str, str]) -> int:
+    fmt = args.format or ("nvidia-xml" if host.gpu_vendor == "nvidia" else "rocm-json")
+    live = _live_gpus(host, args.state_dir or state_dir(environ))
+    options = [o.strip() for o in args.csv_options.split(",") if o.strip()]
+    try:
+        query = (
+            args.query_gpu or "index,name,memory.total,memory.used,utilization.gpu,driver_version"
+        )
+        sys.stdout.write(render(fmt, host, live, datetime.now(), query, options))
+    except SmiUnavailableError as error:
+        print(str(error), file=sys.stderr)
+        return 127
+    except SmiQueryError as error:
+        print(str(error), file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_tier(args: argparse.Namespace, host: HostConfig) -> int:
+    report = tier_report(host)
+    if args.json:
+        print(json.dumps(report))
+    elif report["present"]:
+        print("offload tier: {kind}, {capacity_gib} GiB, {bandwidth_gib_s} GiB/s".format(**report))
+    else:
+        print("offload tier: none")
+    return 0
+
+
+def cmd_meminfo(host: HostConfig) -> int:
+    total_kb = int(host.host_memory_gib * 1024 * 1024)
+    print("MemTotal:       {:>12} kB".format(total_kb))
+    print("MemFree:        {:>12} kB".format(int(total_kb * 0.9)))
+    print("MemAvailable:   {:>12} kB".format(int(total_kb * 0.95)))
+    return 0
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    names = [args.name] if args.name else sorted(SCENARIOS)
+    for name in names:
+        scenario = SCENARIOS[name]
+        print("{}: {}".format(name, scenario.summary))
+        if not args.name:
+            continue
+        for arm in ARMS:
+            print(
+                "  {} arm:  python -m simhost {}".format(
+                    arm, " ".join(serve_command(scenario, arm, 8000))
+                )
+            )
+        print(
+            "  bench:  python -m simhost {}".format(
+                " ".join(bench_command(scenario, "http://127.0.0.1:8000"))
+            )
+        )
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace, host: HostConfig) -> int:
+    from simhost.simulation_report import simulate_scenario
+
+    report = simulate_scenario(SCENARIOS[args.scenario], host, args.max_concurrency, args.seed)
+    print(report)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, host: HostConfig, environ: Mapping[str, str]) -> int:
+    settings = serve_settings(args, host, environ, _read)
+    from simhost.server import serve_forever
+
+    try:
+        return asyncio.run(serve_forever(settings))
+    except OSError as error:
+        print(
+            "simhost serve: cannot listen on {}:{} ({})".format(args.host, args.port, error),
+            file=sys.stderr,
+        )
+        return 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from simhost.benchargs import bench_settings
+    from simhost.benchrun import BenchError, run_and_report
+    from simhost.httpstream import HttpError
+
+    settings = bench_settings(args)
+    try:
+        return run_and_report(settings)
+    except (BenchError, HttpError) as error:
+        print("simhost bench: {}".format(error), file=sys.stderr)
+        return 1
+
+
+def _missing_dependency(error: ImportError) -> int:
+    print(
+        "simhost {}: needs the {} package (pip install aiohttp prometheus_client)".format(
+            "serve/bench", error.name
+        ),
+        file=sys.stderr,
+    )
+    return 2
+
+
+def _dispatch(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    if args.command == "scenarios":
+        return cmd_scenarios(args)
+    host = resolve_host_config(args.host_config, args.host_preset, environ)
+    handlers: Dict[str, Callable[[], int]] = {
+        "serve": lambda: cmd_serve(args, host, environ),
+        "bench": lambda: cmd_bench(args),
+        "smi": lambda: cmd_smi(args, host, environ),
+        "version": lambda: print(host.vllm_version) or 0,
+        "tier": lambda: cmd_tier(args, host),
+        "meminfo": lambda: cmd_meminfo(host),
+        "simulate": lambda: cmd_simulate(args, host),
+    }
+    try:
+        return handlers[args.command]()
+    except ImportError as error:
+        if error.name not in ("aiohttp", "prometheus_client"):
+            raise
+        return _missing_dependency(error)
+
+
+def main(argv: Optional[Sequence[str]] = None, environ: Optional[Mapping[str, str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _dispatch(args, os.environ if environ is None else environ)
+    except (HostConfigError, UsageError) as error:
+        print("simhost {}: error: {}".format(args.command, error), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,212 @@
+"""The emulated HOST: GPU inventory, driver and toolkit versions, vLLM version, offload tier.
+
+Owns the host config JSON format, the named presets and the lookup order
+(--host-config PATH, --host-preset NAME, $SIMHOST_HOST_CONFIG, built-in default).
+Reads one file at most; imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional
+
+ENV_HOST_CONFIG = "SIMHOST_HOST_CONFIG"
+DEFAULT_HOST_PRESET = "h100x8-cpu512"
+
+
+class HostConfigError(ValueError):
+    """A host config that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class OffloadTier:
+    present: bool
+    kind: Optional[str]
+    capacity_gib: Optional[float]
+    bandwidth_gib_s: Optional[float]
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    name: str
+    hostname: str
+    gpu_vendor: str  # "nvidia" or "amd"
+    gpu_model: str
+    gpu_count: int
+    gpu_memory_mib: int
+    driver_version: str
+    cuda_version: Optional[str]
+    rocm_version: Optional[str]
+    vllm_version: str
+    host_memory_gib: float
+    offload_tier: OffloadTier
+
+
+_NVIDIA_H100 = {
+    "name": "h100x8-cpu512",
+    "hostname": "simhost-h100",
+    "gpu": {"vendor": "nvidia", "model": "NVIDIA H100 80GB HBM3", "count": 8, "memory_mib": 81559},
+    "driver_version": "550.54.15",
+    "cuda_version": "12.4",
+    "rocm_version": None,
+    "vllm_version": "0.20.1",
+    "host_memory_gib": 2048.0,
+    "offload_tier": {
+        "present": True,
+        "kind": "cpu-dram",
+        "capacity_gib": 512.0,
+        "bandwidth_gib_s": 100.0,
+    },
+}
+
+HOST_PRESETS: Dict[str, Dict[str, Any]] = {
+    "h100x8-cpu512": _NVIDIA_H100,
+    "mi300x8-rocm": {
+        "name": "mi300x8-rocm",
+        "hostname": "simhost-mi300x",
+        "gpu": {"vendor": "amd", "model": "AMD Instinct MI300X", "count": 8, "memory_mib": 196288},
+        "driver_version": "6.8.5",
+        "cuda_version": None,
+        "rocm_version": "6.3.1",
+        "vllm_version": "0.20.1",
+        "host_memory_gib": 3072.0,
+        "offload_tier": {
+            "present": True,
+            "kind": "cpu-dram",
+            "capacity_gib": 512.0,
+            "bandwidth_gib_s": 100.0,
+        },
+    },
+    "h100x8-no-tier": dict(
+        _NVIDIA_H100,
+        name="h100x8-no-tier",
+        hostname="simhost-h100-notier",
+        offload_tier={
+            "present": False,
+            "kind": None,
+            "capacity_gib": None,
+            "bandwidth_gib_s": None,
+        },
+    ),
+}
+
+
+def _merge(base: Dict[str, Any], override: Mapping[str, Any]) -> Dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _field(data: Mapping[str, Any], path: str, kind: type, source: str, optional: bool = False):
+    value: Any = data
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise HostConfigError("{}: missing field {}".format(source, path))
+        value = value[part]
+    if value is None and optional:
+        return None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise HostConfigError(
+            "{}: field {} must be {}, got {!r}".format(source, path, kind.__name__, value)
+        )
+    return value
+
+
+def _tier(data: Mapping[str, Any], source: str) -> OffloadTier:
+    present = _field(data, "offload_tier.present", bool, source)
+    tier = OffloadTier(
+        present=present,
+        kind=_field(data, "offload_tier.kind", str, source, optional=not present),
+        capacity_gib=_field(data, "offload_tier.capacity_gib", float, source, not present),
+        bandwidth_gib_s=_field(data, "offload_tier.bandwidth_gib_s", float, source, not present),
+    )
+    for name in ("capacity_gib", "bandwidth_gib_s"):
+        value = getattr(tier, name)
+        if value is not None and value <= 0:
+            raise HostConfigError("{}: field offload_tier.{} must be > 0".format(source, name))
+    return tier
+
+
+def host_config_from_dict(data: Mapping[str, Any], source: str) -> HostConfig:
+    """Validate a host config; omitted fields come from the preset named by `preset`."""
+    base_name = data.get("preset", DEFAULT_HOST_PRESET)
+    if base_name not in HOST_PRESETS:
+        raise HostConfigError(
+            "{}: field preset: unknown host preset {!r}".format(source, base_name)
+        )
+    merged = _merge(HOST_PRESETS[base_name], {k: v for k, v in data.items() if k != "preset"})
+    config = HostConfig(
+        name=_field(merged, "name", str, source),
+        hostname=_field(merged, "hostname", str, source),
+        gpu_vendor=_field(merged, "gpu.vendor", str, source),
+        gpu_model=_field(merged, "gpu.model", str, source),
+        gpu_count=_field(merged, "gpu.count", int, source),
+        gpu_memory_mib=_field(merged, "gpu.memory_mib", int, source),
+        driver_version=_field(merged, "driver_version", str, source),
+        cuda_version=_field(merged, "cuda_version", str, source, optional=True),
+        rocm_version=_field(merged, "rocm_version", str, source, optional=True),
+        vllm_version=_field(merged, "vllm_version", str, source),
+        host_memory_gib=_field(merged, "host_memory_gib", float, source),
+        offload_tier=_tier(merged, source),
+    )
+    _check_ranges(config, source)
+    return config
+
+
+def _check_ranges(config: HostConfig, source: str) -> None:
+    if config.gpu_vendor not in ("nvidia", "amd"):
+        raise HostConfigError("{}: field gpu.vendor must be 'nvidia' or 'amd'".format(source))
+    if not 0 < config.gpu_count <= 64:
+        raise HostConfigError("{}: field gpu.count must be from 1 to 64".format(source))
+    if config.gpu_memory_mib <= 0 or config.host_memory_gib <= 0:
+        raise HostConfigError("{}: memory sizes must be > 0".format(source))
+
+
+def load_host_config_file(path: str) -> HostConfig:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as error:
+        message = "{}: cannot read host config ({})".format(path, error.strerror)
+        raise HostConfigError(message) from None
+    except ValueError as error:
+        raise HostConfigError("{}: not valid JSON ({})".format(path, error)) from None
+    if not isinstance(data, dict):
+        raise HostConfigError("{}: a host config must be a JSON object".format(path))
+    return host_config_from_dict(data, path)
+
+
+def resolve_host_config(
+    path: Optional[str], preset: Optional[str], environ: Mapping[str, str]
+) -> HostConfig:
+    """--host-config, else --host-preset, else $SIMHOST_HOST_CONFIG, else the default preset."""
+    if path and preset:
+        raise HostConfigError("--host-config and --host-preset: give one, not both")
+    if preset:
+        if preset not in HOST_PRESETS:
+            names = ", ".join(sorted(HOST_PRESETS))
+            raise HostConfigError("--host-preset: unknown {!r} (choose {})".format(preset, names))
+        return host_config_from_dict({"preset": preset}, "preset " + preset)
+    chosen = path or environ.get(ENV_HOST_CONFIG)
+    if chosen:
+        return load_host_config_file(chosen)
+    return host_config_from_dict({}, "built-in default")
+
+
+def tier_report(config: HostConfig) -> Dict[str, Any]:
+    """What `simhost tier --json` prints."""
+    tier = config.offload_tier
+    return {
+        "present": tier.present,
+        "kind": tier.kind,
+        "capacity_gib": tier.capacity_gib,
+        "bandwidth_gib_s": tier.bandwidth_gib_s,
+    }

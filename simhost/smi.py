@@ -1,0 +1,39 @@
+"""GPU inventory output in the layouts of nvidia-smi (-q -x XML, --query-gpu CSV), rocm-smi
+--json and amd-smi metric --json: picks the renderer for a --format.
+
+Pure rendering: host config and live usage in, text out. Standard library only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import List, Sequence
+
+from simhost.amdsmi import render_amd_smi_json, render_rocm_json, render_rocm_version
+from simhost.gpuinventory import GpuLive, SmiQueryError, SmiUnavailableError
+from simhost.hostconfig import HostConfig
+from simhost.nvidiasmi import DEFAULT_QUERY, render_nvidia_csv, render_nvidia_xml
+
+FORMATS = ("nvidia-xml", "nvidia-csv", "rocm-json", "amd-smi-json", "rocm-version")
+__all__ = ["FORMATS", "GpuLive", "SmiQueryError", "SmiUnavailableError", "render"]
+
+
+def render(
+    fmt: str,
+    host: HostConfig,
+    live: List[GpuLive],
+    now: datetime,
+    query: str = DEFAULT_QUERY,
+    options: Sequence[str] = (),
+) -> str:
+    if fmt == "nvidia-xml":
+        return render_nvidia_xml(host, live, now)
+    if fmt == "nvidia-csv":
+        return render_nvidia_csv(host, live, now, query, options)
+    if fmt == "rocm-json":
+        return render_rocm_json(host, live)
+    if fmt == "amd-smi-json":
+        return render_amd_smi_json(host, live)
+    if fmt == "rocm-version":
+        return render_rocm_version(host)
+    raise ValueError("--format: unknown {!r}".format(fmt))

@@ -1,0 +1,167 @@
+"""Writing generated words to the client: SSE streams (`data: ...` events then `data: [DONE]`)
+and whole JSON responses, for both completions and chat completions.
+
+Imports aiohttp's response types; holds no server state of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from aiohttp import web
+
+from simhost.protocol import (
+    DONE_EVENT,
+    GenerationRequest,
+    chat_choice,
+    completion_choice,
+    envelope,
+    sse,
+    usage,
+)
+from simhost.runtime import LiveRequest
+
+if TYPE_CHECKING:
+    from simhost.server import SimServer
+
+TIMING_HEADER = "X-Simhost-Timing"
+
+
+class _Stream:
+    """Chunk builder for one streamed answer. The JSON around the text is built once, so a
+    token costs one small string encode (this is the server's hot path at high concurrency)."""
+
+    def __init__(self, generation: GenerationRequest, live: LiveRequest) -> None:
+        self.generation = generation
+        self.live = live
+        prefix = "chatcmpl-" if generation.chat else "cmpl-"
+        self.request_id = prefix + uuid.uuid4().hex
+        self.created = int(time.time())
+        self.started = False
+        probe = "\u0000TEXT\u0000"
+        self._head, self._tail = self._template(probe, None).split(json.dumps(probe).encode())
+
+    def _template(self, text: str, finish: Optional[str]) -> bytes:
+        return self._event([self._choice(text, finish)])
+
+    def _event(self, choices: List[Any], extra: Optional[Dict[str, Any]] = None) -> bytes:
+        payload = envelope(
+            self.request_id,
+            self.created,
+            self.generation.model,
+            self.generation.chat,
+            True,
+            choices,
+        )
+        if extra:
+            payload.update(extra)
+        return sse(payload)
+
+    def _choice(self, text: str, finish: Optional[str]) -> Dict[str, Any]:
+        if self.generation.chat:
+            return chat_choice(0, {"content": text}, finish, stream=True)
+        return completion_choice(0, text, finish)
+
+    def words(self, words: List[str]) -> bytes:
+        parts = []
+        if self.generation.chat and not self.started:
+            parts.append(
+                self._event([chat_choice(0, {"role": "assistant", "content": ""}, None, True)])
+            )
+        self.started = True
+        head, tail = self._head, self._tail
+        last = len(words) - 1
+        for index, word in enumerate(words):
+            if self.live.done and index == last:
+                parts.append(self._template(" " + word, self.live.finish_reason))
+            else:
+                parts.append(head + json.dumps(" " + word).encode() + tail)
+        return b"".join(parts)
+
+    def closing(self, timing: Optional[Dict[str, float]]) -> bytes:
+        parts = []
+        if self.generation.include_usage:
+            counts = usage(self.live.engine_request.prompt_len, self.live.generated)
+            parts.append(self._event([], {"usage": counts}))
+        if timing is not None:
+            parts.append(self._event([], {"simhost": timing}))
+        parts.append(DONE_EVENT)
+        return b"".join(parts)
+
+
+def _timing(live: LiveRequest, first_sent: float) -> Dict[str, float]:
+    """Server-side view of one request, for the bench client's overhead figure: from the
+    handler's start to the first token handed to the socket (loop.time() is CLOCK_MONOTONIC,
+    comparable with a client's time.perf_counter() on Linux)."""
+    return {
+        "server_ttft_s": first_sent - live.arrival,
+        "arrival_s": live.arrival,
+        "first_token_s": first_sent,
+    }
+
+
+async def respond_stream(
+    request: web.Request, generation: GenerationRequest, live: LiveRequest, server: "SimServer"
+) -> web.StreamResponse:
+    response = web.StreamResponse(
+        status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await response.prepare(request)
+    stream = _Stream(generation, live)
+    loop = asyncio.get_running_loop()
+    first_sent = None
+    while True:
+        await live.event.wait()
+        live.event.clear()
+        words = live.take()
+        if words:
+            await response.write(stream.words(words))
+            first_sent = first_sent or loop.time()
+        if live.done:
+            break
+    timing = (
+        _timing(live, first_sent or loop.time()) if request.headers.get(TIMING_HEADER) else None
+    )
+    await response.write(stream.closing(timing))
+    await response.write_eof()
+    return response
+
+
+async def _collect(live: LiveRequest) -> str:
+    words: List[str] = []
+    while not live.done:
+        await live.event.wait()
+        live.event.clear()
+        words.extend(live.take())
+    words.extend(live.take())
+    return "".join(" " + word for word in words)
+
+
+async def respond_json(
+    generation: GenerationRequest, lives: List[LiveRequest], server: "SimServer"
+) -> web.Response:
+    texts = await asyncio.gather(*(_collect(live) for live in lives))
+    prefix = "chatcmpl-" if generation.chat else "cmpl-"
+    choices = []
+    # zip(strict=) is Python 3.10+, and simhost runs on 3.9
+    for index, (live, text) in enumerate(zip(lives, texts)):  # noqa: B905
+        if generation.chat:
+            message = {"role": "assistant", "content": text}
+            choices.append(chat_choice(index, message, live.finish_reason, stream=False))
+        else:
+            choices.append(completion_choice(index, text, live.finish_reason))
+    payload = envelope(
+        prefix + uuid.uuid4().hex,
+        int(time.time()),
+        generation.model,
+        generation.chat,
+        False,
+        choices,
+    )
+    prompt_tokens = sum(live.engine_request.prompt_len for live in lives)
+    payload["usage"] = usage(prompt_tokens, sum(live.generated for live in lives))
+    return web.json_response(payload)

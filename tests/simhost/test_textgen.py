@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simhost.textgen import OutputText, block_hashes, prompt_seed, render_chat, tokenize
+from tests.simhost.conftest import REPO
+
+words = st.lists(st.sampled_from(["a", "b", "c", "dd", "eee"]), min_size=0, max_size=80)
+
+
+def _text(fingerprint: int, count: int, **kwargs) -> list:
+    output = OutputText(fingerprint, **kwargs)
+    return [output.next_word() for _ in range(count)]
+
+
+def test_greedy_output_depends_only_on_the_prompt():
+    seed = prompt_seed("the same prompt")
+    assert _text(seed, 20, temperature=0.0) == _text(seed, 20, temperature=0.0)
+    assert _text(seed, 20, temperature=0.0) != _text(prompt_seed("another"), 20, temperature=0.0)
+
+
+def test_the_fingerprint_is_the_same_in_another_process_with_another_hash_seed():
+    code = "from simhost.textgen import prompt_seed; print(prompt_seed('hello world'))"
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert int(out.stdout) == prompt_seed("hello world")
+
+
+def test_sampled_output_with_a_seed_repeats_and_without_one_varies():
+    seed = prompt_seed("p")
+    assert _text(seed, 30, temperature=1.0, seed=7) == _text(seed, 30, temperature=1.0, seed=7)
+    assert _text(seed, 30, temperature=1.0) != _text(seed, 30, temperature=1.0)
+
+
+def test_wrong_output_keeps_the_first_token_and_then_diverges():
+    seed = prompt_seed("p")
+    good = _text(seed, 30, temperature=0.0)
+    bad = _text(seed, 30, temperature=0.0, wrong=True)
+    assert bad[0] == good[0]
+    assert bad[1:] != good[1:]
+
+
+@given(words, words)
+def test_prompts_sharing_a_prefix_share_the_block_hashes_of_its_full_blocks(prefix, tail):
+    shared = block_hashes(prefix, 4)
+    assert block_hashes(prefix + tail, 4)[: len(shared)] == shared
+    assert len(shared) == len(prefix) // 4
+
+
+def test_a_change_in_one_token_changes_every_later_block_hash():
+    first = block_hashes(list("abcdefgh"), 2)
+    second = block_hashes(list("abXdefgh"), 2)
+    assert first[0] == second[0]
+    assert all(a != b for a, b in zip(first[1:], second[1:], strict=True))
+
+
+def test_tokens_are_whitespace_separated_words():
+    assert tokenize("  one two\nthree\t") == ["one", "two", "three"]
+
+
+def test_the_chat_template_marks_roles_and_opens_the_assistant_turn():
+    text = render_chat(
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    )
+    assert text.splitlines() == ["<|system|> be brief", "<|user|> hi", "<|assistant|>"]
