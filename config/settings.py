@@ -304,14 +304,24 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 }
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE = {
-    "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": 30.0},
-    "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": 60.0},
-    "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": 60.0},
-    "canary": {"task": "runners.canary", "schedule": 60.0},
-}
+# Runs: a task drives a run for at most TASK_BUDGET seconds, then hands over to a fresh task.
+TOLLGATE_TASK_BUDGET_S = envint("TOLLGATE_TASK_BUDGET_S", 45)
+# How long a task's claim on a run lasts without renewal: longer than any single blocking
+# step (a probe, a file copy), so a live task is never doubled; a killed one frees it then.
+TOLLGATE_DRIVER_CLAIM_S = envint("TOLLGATE_DRIVER_CLAIM_S", 120)
+# A run nobody poked for this long is poked again (a lost message, a dead worker).
+TOLLGATE_REDISPATCH_AFTER_S = envint("TOLLGATE_REDISPATCH_AFTER_S", 60)
 # A run whose heartbeat is older than this is reaped as an infrastructure error.
 TOLLGATE_RUN_STALE_AFTER_S = envint("TOLLGATE_RUN_STALE_AFTER_S", 300)
+# How long a server may take to answer /health when the spec does not say.
+TOLLGATE_SERVE_TIMEOUT_S = envint("TOLLGATE_SERVE_TIMEOUT_S", 900)
+_BEAT_EVERY_S = float(envint("TOLLGATE_BEAT_EVERY_S", 30))
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": _BEAT_EVERY_S},
+    "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": _BEAT_EVERY_S},
+    "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": _BEAT_EVERY_S},
+    "canary": {"task": "runners.canary", "schedule": 60.0},
+}
 
 # --- REST API --------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -19,12 +19,12 @@ from gates.planner import (
     request_from_dict,
     workload_exceeds_vram,
 )
+from gates.specs import workload_num_prefixes
 
 if TYPE_CHECKING:
     from gates.models import Engagement
 
 # vllm bench's --prefix-repetition-num-prefixes default, used when a spec does not name it.
-VLLM_BENCH_NUM_PREFIXES = 10
 SHARED_PREFIX_DATASETS = ("prefix_repetition", "cold_recovery")
 _NO_PLAN = (
     "No planner inputs are saved for this engagement, so Tollgate cannot tell whether this "
@@ -184,18 +184,13 @@ def spec_workload(document: Mapping[str, Any]) -> SpecWorkload | None:
 
 
 def workload_distinct_prefixes(workload: Mapping[str, Any]) -> int | None:
-    """How many different prefixes must stay cached for reuse to hit (see docs/planner.md).
-
-    Cold recovery resumes every prompt's session, so each prompt counts; prefix repetition
-    cycles through vllm bench's prefixes (`num_prefixes`, default 10), never more than prompts.
-    """
-    prompts = workload.get("num_prompts")
-    if not _is_count(prompts):
+    """How many different prefixes must stay cached for reuse to hit (gates.specs rule)."""
+    if not _is_count(workload.get("num_prompts")):
         return None
-    if workload.get("dataset") == "cold_recovery" or workload.get("cold_recovery"):
-        return prompts
-    named = workload.get("num_prefixes", VLLM_BENCH_NUM_PREFIXES)
-    return min(named, prompts) if _is_count(named) else None
+    try:
+        return workload_num_prefixes(dict(workload))
+    except (TypeError, ValueError):
+        return None
 
 
 def _peak_concurrency(document: Mapping[str, Any], workload: Mapping[str, Any]) -> int | None:

@@ -105,6 +105,24 @@ def run_directory() -> Kind:
     return Kind("an absolute run directory path, two levels or more below /", check)
 
 
+def model_source() -> Kind:
+    """Where `vllm serve` loads weights from: an absolute path or a hub id like org/name."""
+    path = absolute_path()
+    model_id = pattern(_MODEL_NAME, "a hub model id")
+
+    def check(value: object) -> str:
+        if isinstance(value, str) and value.startswith("/"):
+            return path.check(value)
+        try:
+            return model_id.check(value)
+        except KindError:
+            raise KindError(
+                f"must be an absolute path or a hub model id (org/name); got {_show(value)}"
+            ) from None
+
+    return Kind("an absolute path or a hub model id", check)
+
+
 def host_address() -> Kind:
     def check(value: object) -> str:
         if isinstance(value, str) and (_HOST_NAME.fullmatch(value) or _is_ip(value)):
@@ -196,7 +214,7 @@ PLACEHOLDERS: dict[str, Kind] = {
     "port": integer(1, 65535),
     "host_address": host_address(),
     "model": pattern(_MODEL_NAME, "a model name (letters, digits, ._:- and / between parts)"),
-    "model_path": absolute_path(),
+    "model_path": model_source(),
     "base_url": http_url(),
     "run_dir": run_directory(),
     "dataset": choice("random", "prefix_repetition", "cold_recovery", "sharegpt"),
@@ -214,6 +232,17 @@ PLACEHOLDERS: dict[str, Kind] = {
     "gpu_memory_utilization": number(0.0, 1.0, low_open=True),
     "tensor_parallel_size": integer(1, 64),
     "max_model_len": integer(1, 10_000_000),
+    # Added for the gate programs (runners/steps.py) and the built-in profiles.
+    "num_prefixes": integer(1, 1_000_000),
+    "offload_backend": choice("native", "lmcache"),
+    "max_tokens": integer(1, 100_000),
+    "run_root": absolute_path(),
+    # simhost, the emulated host: its scenario, host description, faults and time scale.
+    "time_scale": number(0.0, 1000.0, low_open=True),
+    "sim_scenario": choice("offload-helps", "offload-does-not-help"),
+    "sim_model_preset": choice("sim-1b", "sim-480b-tp8"),
+    "sim_host_config": absolute_path(),
+    "sim_fault_file": absolute_path(),
 }
 
 

@@ -1,4 +1,4 @@
-"""Celery tasks: thin. Each loads by id, claims, calls services and programs, records.
+"""Celery tasks: thin. Each loads by id, claims, calls services and the driver, records.
 
 The database is the source of truth; a message is only a poke, so every task is safe to run
 twice. This and config/celery.py are the only modules that import Celery.
@@ -6,7 +6,10 @@ twice. This and config/celery.py are the only modules that import Celery.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import tempfile
+from pathlib import Path
 
 from celery import shared_task
 from django.conf import settings
@@ -14,8 +17,106 @@ from django.utils import timezone
 
 from gates import services
 from gates.models import Run, ServiceHeartbeat
+from runners import driver
+from runners.errors import RunnerError
+from runners.steps import StepContext
+from runners.transport import LocalTransport, SshTarget, Transport, open_transport
 
 logger = logging.getLogger(__name__)
+
+
+@shared_task(name="runners.advance_run")
+def advance_run(run_id: int) -> None:
+    """Drive a run for one time budget; enqueue the next task if it is not over."""
+    services.run_mark_dispatched(run_id=run_id)
+    services.run_claim(run_id=run_id)
+    session = services.RunSession.claim(run_id)
+    if session is None:  # ended, or another live task drives it
+        return
+    more = False
+    try:
+        more = _drive(session)
+    except services.ClaimLostError:
+        return
+    except (RunnerError, services.ServiceError) as error:
+        outcome = getattr(error, "outcome", Run.Outcome.INTERNAL_ERROR)
+        _fail(session, outcome, str(error))
+    except Exception:
+        _fail(session, Run.Outcome.INTERNAL_ERROR, "unexpected error; see the worker log")
+        raise
+    finally:
+        session.release()
+    if more:
+        advance_run.delay(run_id)
+
+
+def _drive(session) -> bool:
+    plan = services.run_execution(session.run)
+    with _transport(plan["host"]) as transport, tempfile.TemporaryDirectory() as scratch:
+        return driver.drive(
+            session,
+            _context(plan, transport, Path(scratch)),
+            budget_s=settings.TOLLGATE_TASK_BUDGET_S,
+            probe_names=plan["probe_names"],
+            context=lambda: services.run_decision_context(session.run),
+        )
+
+
+def _fail(session, outcome: str, reason: str) -> None:
+    """End the run without a verdict, after stopping what it left on the host."""
+    logger.warning("run %s: %s: %s", session.run.pk, outcome, reason)
+    problems = []
+    with contextlib.suppress(RunnerError, services.ServiceError):
+        plan = services.run_execution(session.run)
+        with _transport(plan["host"]) as transport:
+            ctx = _context(plan, transport, Path(tempfile.gettempdir()))
+            problems = driver.stop_all(ctx, session.launched_dirs())
+    note = "".join(f"\n{problem}" for problem in problems)
+    services.run_fail(run_id=session.run.pk, outcome=outcome, reason=reason + note)
+
+
+def _transport(connection: dict) -> Transport:
+    if connection["transport"] == "local":
+        return LocalTransport(connection["name"])
+    fields = {k: v for k, v in connection.items() if k != "transport"}
+    return open_transport(SshTarget(**fields))
+
+
+def _context(plan: dict, transport: Transport, scratch: Path) -> StepContext:
+    return StepContext(
+        transport=transport,
+        commands=plan["commands"],
+        values=plan["values"],
+        run_dir=plan["run_dir"],
+        token=plan["token"],
+        scratch=scratch,
+        serve_timeout_s=plan["serve_timeout_s"],
+        prompts=plan["prompts"],
+        max_tokens=plan["max_tokens"],
+    )
+
+
+@shared_task(name="runners.reap_stale_runs")
+def reap_stale_runs() -> None:
+    for run_id in services.runs_stale(older_than_s=settings.TOLLGATE_RUN_STALE_AFTER_S):
+        session = services.RunSession.claim(run_id)
+        if session is None:
+            continue
+        try:
+            _fail(
+                session,
+                Run.Outcome.INFRA_ERROR,
+                f"no heartbeat for {settings.TOLLGATE_RUN_STALE_AFTER_S} s: the worker or "
+                "the host was lost",
+            )
+        finally:
+            session.release()
+
+
+@shared_task(name="runners.redispatch_runs")
+def redispatch_runs() -> None:
+    for run_id in services.runs_to_redispatch(older_than_s=settings.TOLLGATE_REDISPATCH_AFTER_S):
+        advance_run.delay(run_id)
 
 
 @shared_task(name="runners.deliver_alert")
@@ -29,37 +130,6 @@ def deliver_alerts() -> None:
         services.alert_deliver(alert_id=alert_id)
 
 
-@shared_task(name="runners.reap_stale_runs")
-def reap_stale_runs() -> None:
-    for run_id in services.runs_stale(older_than_s=settings.TOLLGATE_RUN_STALE_AFTER_S):
-        logger.warning("run %s: no heartbeat, reaping as infra_error", run_id)
-        services.run_fail(
-            run_id=run_id,
-            outcome=Run.Outcome.INFRA_ERROR,
-            reason=f"no heartbeat for {settings.TOLLGATE_RUN_STALE_AFTER_S} s: "
-            "the worker or the host was lost",
-        )
-
-
-@shared_task(name="runners.redispatch_runs")
-def redispatch_runs() -> None:
-    for run_id in services.runs_to_redispatch(older_than_s=60):
-        advance_run.delay(run_id)
-
-
 @shared_task(name="runners.canary")
 def canary() -> None:
     ServiceHeartbeat.objects.update_or_create(name="worker", defaults={"at": timezone.now()})
-
-
-@shared_task(name="runners.advance_run")
-def advance_run(run_id: int) -> None:
-    services.run_mark_dispatched(run_id=run_id)
-    run = services.run_claim(run_id=run_id)
-    if run is None:
-        return
-    services.run_fail(
-        run_id=run_id,
-        outcome=Run.Outcome.SPEC_ERROR,
-        reason=f"this build has no program for {run.gate.kind} yet",
-    )

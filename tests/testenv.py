@@ -5,9 +5,14 @@ Real PostgreSQL and Redis, as in CI; values already set in the environment win.
 
 import os
 
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_BROKER_DB = 10 + int(_XDIST_WORKER[2:]) if _XDIST_WORKER.startswith("gw") else 9
+
 TEST_ENVIRONMENT = {
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/tollgate",
-    "CELERY_BROKER_URL": "redis://127.0.0.1:6379/14",
+    # One broker database per xdist worker, so a test's Celery worker never takes another
+    # test session's messages (each session has its own test database).
+    "CELERY_BROKER_URL": f"redis://127.0.0.1:6379/{_BROKER_DB}",
     "CACHE_URL": "redis://127.0.0.1:6379/15",
     "SECRET_KEY": "tests-only-8f3c1e0b7a6d4c2e9b5a1f0e3d7c6b4a2e8f1d0c9b7a5e3c",
     "TOLLGATE_ENCRYPTION_KEYS": "dGVzdC1rZXktbmV3ZXN0LTAwMDAwMDAwMDAwMDAwMDA=,"

@@ -51,6 +51,9 @@ class Host(models.Model):
     host_key_fingerprint = models.CharField(max_length=80, blank=True)
     profile = models.ForeignKey(Profile, on_delete=models.PROTECT, related_name="hosts")
     labels = models.JSONField(default=dict, blank=True)
+    # Values for the profile's template placeholders on this host (python, model_path,
+    # run_root, port...); they override the profile's defaults and are validated when used.
+    parameters = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     # The lease: at most one run holds a host. `fencing_token` grows with every acquisition,
     # so a run that lost its lease can be told apart from the current holder on every write.

@@ -3,6 +3,8 @@ soak samples. A run's lifecycle (`state`) is kept apart from how it ended (`outc
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -35,6 +37,9 @@ class Run(models.Model):
         "gates.Host", on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
     )
     attempt = models.PositiveIntegerField()
+    # Names the run's directory and launch tokens on the host: unique across databases too, so
+    # a reset database or a second installation never adopts another run's processes.
+    key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.REMOTE)
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default="", blank=True)
@@ -59,6 +64,10 @@ class Run(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     last_dispatched_at = models.DateTimeField(null=True, blank=True)
+    # Which task is driving the run right now, and until when its claim holds: a duplicate
+    # delivery finds it claimed and leaves; a killed worker's claim simply expires.
+    driver_token = models.CharField(max_length=36, blank=True)
+    driver_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

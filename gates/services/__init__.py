@@ -3,6 +3,7 @@
 Split by sub-domain; import them from `gates.services`.
 """
 
+from gates.errors import ServiceError
 from gates.services.alerts import alert_claim_due, alert_deliver, alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
 from gates.services.engagements import (
@@ -12,6 +13,7 @@ from gates.services.engagements import (
     gate_spec_update,
     gate_waive,
 )
+from gates.services.execution import host_connection, run_decision_context, run_execution
 from gates.services.hosts import (
     host_create,
     host_credential,
@@ -20,6 +22,7 @@ from gates.services.hosts import (
     host_set_credential,
 )
 from gates.services.planning import engagement_kv_plan_save
+from gates.services.recording import ClaimLostError, Evaluation, PoisonStepError, RunSession
 from gates.services.runs import (
     decision_record,
     host_lease_acquire,
@@ -39,6 +42,11 @@ from gates.services.tokens import api_token_create, api_token_revoke
 
 __all__ = [
     "Actor",
+    "ClaimLostError",
+    "Evaluation",
+    "PoisonStepError",
+    "RunSession",
+    "ServiceError",
     "alert_claim_due",
     "alert_deliver",
     "alert_enqueue",
@@ -53,6 +61,7 @@ __all__ = [
     "gate_spec_sign",
     "gate_spec_update",
     "gate_waive",
+    "host_connection",
     "host_create",
     "host_credential",
     "host_key_fingerprint",
@@ -64,6 +73,8 @@ __all__ = [
     "run_cancel",
     "run_claim",
     "run_create",
+    "run_decision_context",
+    "run_execution",
     "run_fail",
     "run_heartbeat",
     "run_mark_canceled",

@@ -7,6 +7,7 @@ the orchestrator needs no curl there and never sends prompts through a shell:
     python3 hostctl.py metrics URL           print URL/metrics
     python3 hostctl.py complete URL MODEL MAX_TOKENS PROMPTS_JSON_FILE
                                              greedy completions, one JSON line per prompt
+    python3 hostctl.py tier                  the native offload tier (host DRAM) as JSON
 """
 
 import json
@@ -68,14 +69,28 @@ def complete(base_url, model, max_tokens, prompts_file):
     return 0
 
 
-COMMANDS = {"health": (health, 1), "metrics": (metrics, 1), "complete": (complete, 4)}
+def tier():
+    """vLLM's native offload tier is host memory: report what /proc/meminfo has."""
+    fields = {}
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            name, _, rest = line.partition(":")
+            fields[name] = int(rest.split()[0]) * 1024
+    capacity = fields.get("MemAvailable", fields.get("MemTotal", 0))
+    print(json.dumps({"present": capacity > 0, "kind": "cpu-dram",
+                      "capacity_gib": round(capacity / 2**30, 2)}))
+    return 0
+
+
+COMMANDS = {"health": (health, 1), "metrics": (metrics, 1), "complete": (complete, 4),
+            "tier": (tier, 0)}
 
 
 def main(argv):
     if len(argv) < 2 or argv[1] not in COMMANDS or len(argv) - 2 != COMMANDS[argv[1]][1]:
         sys.stderr.write(__doc__)
         return 2
-    if not argv[2].startswith(("http://", "https://")):
+    if len(argv) > 2 and not argv[2].startswith(("http://", "https://")):
         sys.stderr.write("URL must start with http:// or https://\n")
         return 2
     function, _ = COMMANDS[argv[1]]

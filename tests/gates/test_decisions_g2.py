@@ -90,10 +90,16 @@ def test_a_noise_floor_above_the_limit_fails():
     assert "exceeds 10 %" in row(result, "noise_floor")["cause"]
 
 
-def test_an_aa_interval_that_excludes_one_fails_as_a_systematic_difference():
-    result = decide_g2(g2_spec(), observed(aa_pairs=aa_pairs([1.05, 1.06, 1.05, 1.055])))
+def test_a_systematic_aa_difference_beyond_the_floor_fails():
+    result = decide_g2(g2_spec(), observed(aa_pairs=aa_pairs([1.15, 1.16, 1.15, 1.155])))
     assert row(result, "noise_floor")["verdict"] == "fail"
-    assert "excludes 1" in row(result, "noise_floor")["cause"]
+    assert "differ by more than the floor" in row(result, "noise_floor")["cause"]
+
+
+def test_a_small_precisely_measured_aa_bias_inside_the_floor_passes():
+    # Interval around +1 % excludes 1, yet both identical arms agree within the 10 % floor.
+    result = decide_g2(g2_spec(), observed(aa_pairs=aa_pairs([1.009, 1.011, 1.010, 1.012])))
+    assert row(result, "noise_floor")["verdict"] == "pass"
 
 
 def test_fewer_aa_repetitions_than_the_spec_asks_are_inconclusive():

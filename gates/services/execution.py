@@ -1,0 +1,65 @@
+"""What a worker needs to drive a run, as plain data: how to reach the host, the profile's
+commands, and the values its templates are filled with (validated later, when used)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from gates.kvplans import spec_workload_exceeds_vram
+from gates.models import Host, Run
+from gates.services.hosts import host_credential
+
+DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
+DEFAULT_PYTHON = "/usr/bin/python3"
+
+
+def run_execution(run: Run) -> dict:
+    """Everything runners.driver needs for this run, without model instances."""
+    host = run.host
+    profile = host.profile
+    spec = run.spec.document
+    values = {
+        "python": DEFAULT_PYTHON,
+        "model": run.gate.engagement.model_name,
+        **profile.parameters,
+        **spec.get("server", {}),
+        **host.parameters,
+    }
+    run_root = str(values.get("run_root", DEFAULT_RUN_ROOT)).rstrip("/")
+    equivalence = spec.get("equivalence", {})
+    return {
+        "host": host_connection(host),
+        "commands": profile.commands,
+        "values": values,
+        "run_dir": f"{run_root}/run-{run.pk}-{run.key.hex[:12]}",
+        "token": f"run-{run.key.hex}",
+        "probe_names": list(profile.commands.get("probes", {})),
+        "prompts": equivalence.get("prompts", []),
+        "max_tokens": equivalence.get("max_tokens", 64),
+        "serve_timeout_s": spec.get("health", {}).get(
+            "timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S
+        ),
+    }
+
+
+def host_connection(host: Host) -> dict:
+    """How to reach a host: plain values for runners.transport (the key decrypted in memory)."""
+    if host.transport == Host.Transport.LOCAL:
+        return {"transport": "local", "name": host.name}
+    private_key = host_credential(host)
+    return {
+        "transport": "ssh",
+        "name": host.name,
+        "address": host.address,
+        "port": host.port,
+        "username": host.username,
+        "host_key": host.host_key,
+        "private_key": private_key,
+        "key_path": None if private_key else host.key_file_path or None,
+    }
+
+
+def run_decision_context(run: Run) -> dict:
+    """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
+    exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
+    return {"kv_exceeds_vram": exceeds}

@@ -1,0 +1,302 @@
+"""Recording a run's program as it advances: the driver claim, steps, artifacts, measurements,
+heartbeats, and the evaluation that turns them into a decision.
+
+A RunSession is what runners.driver talks to; it never imports runners. Every write checks the
+run's fencing token, so a task that lost its host's lease (or its claim) cannot write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from gates import decisions
+from gates.errors import ServiceError
+from gates.models import Artifact, Measurement, Run, RunStep
+from gates.services.runs import (
+    decision_record,
+    run_assert_lease,
+    run_mark_canceled,
+)
+
+MAX_STEP_DELIVERIES = 5
+
+
+def _claim_until():
+    return timezone.now() + timedelta(seconds=settings.TOLLGATE_DRIVER_CLAIM_S)
+
+
+LOG_LIMIT_CHARS = 64 * 1024
+DETACHED_KINDS = ("serve", "bench", "warmup")
+
+
+class ClaimLostError(ServiceError):
+    """Another task now drives this run (our claim expired); stop without writing."""
+
+    code = "claim_lost"
+    status = 409
+
+
+class PoisonStepError(ServiceError):
+    """A step was taken up too many times: something kills its task every time."""
+
+    code = "poison_step"
+    status = 500
+
+
+@dataclass
+class Evaluation:
+    """The engine's answer: a decision was recorded, or `more` repetitions from `first`."""
+
+    decided: bool
+    verdict: str | None = None
+    more: int = 0
+    first: int = 0
+
+
+@dataclass
+class RunSession:
+    run: Run
+    token: str
+    taken: set[int] = field(default_factory=set)
+
+    # --- claim -------------------------------------------------------------------------
+    @classmethod
+    def claim(cls, run_id: int) -> RunSession | None:
+        """Claim a running run for this task; None when another live task drives it."""
+        now = timezone.now()
+        token = str(uuid.uuid4())
+        free = Q(driver_until__isnull=True) | Q(driver_until__lt=now)
+        claimed = Run.objects.filter(free, pk=run_id, state=Run.State.RUNNING).update(
+            driver_token=token, driver_until=_claim_until(), heartbeat_at=now
+        )
+        if claimed != 1:
+            return None
+        run = Run.objects.select_related("gate__engagement", "spec", "host__profile").get(pk=run_id)
+        return cls(run=run, token=token)
+
+    def release(self) -> None:
+        """Hand the run over cleanly: a step left unfinished on purpose (still polling) is not
+        a failed delivery, so its counter starts again; only killed tasks accumulate."""
+        with transaction.atomic():
+            mine = Run.objects.filter(pk=self.run.pk, driver_token=self.token)
+            if mine.update(driver_until=None):
+                self.run.steps.filter(pk__in=self.taken).exclude(state=RunStep.State.DONE).update(
+                    deliveries=0
+                )
+
+    def heartbeat(self) -> None:
+        renewed = Run.objects.filter(
+            pk=self.run.pk, driver_token=self.token, state=Run.State.RUNNING
+        ).update(driver_until=_claim_until(), heartbeat_at=timezone.now())
+        if renewed != 1:
+            raise ClaimLostError(f"run {self.run.pk}: another task drives it now")
+
+    # --- the plan ------------------------------------------------------------------------
+    @property
+    def spec(self) -> dict:
+        return self.run.spec.document
+
+    def has_plan(self) -> bool:
+        return self.run.steps.exists()
+
+    def append_steps(self, steps: list[dict]) -> None:
+        with transaction.atomic():
+            self._check_writer()
+            start = self.run.steps.count()
+            RunStep.objects.bulk_create(
+                RunStep(run=self.run, position=start + i, name=step["name"], detail={"step": step})
+                for i, step in enumerate(steps)
+            )
+            self._update_progress()
+
+    def next_step(self) -> tuple[dict, dict] | None:
+        """The first unfinished step and what was recorded of it so far."""
+        row = self.run.steps.exclude(state=RunStep.State.DONE).order_by("position").first()
+        if row is None:
+            return None
+        if row.pk not in self.taken:
+            self._take(row)
+        return row.detail["step"], row.detail.get("progress", {})
+
+    def _take(self, row: RunStep) -> None:
+        row.deliveries += 1
+        if row.deliveries > MAX_STEP_DELIVERIES:
+            raise PoisonStepError(
+                f"step '{row.name}' was taken up {row.deliveries - 1} times without finishing"
+            )
+        row.state = RunStep.State.STARTED
+        row.started_at = row.started_at or timezone.now()
+        row.save(update_fields=["deliveries", "state", "started_at"])
+        self.taken.add(row.pk)
+
+    # --- recording -------------------------------------------------------------------------
+    def record(self, step: dict, progress) -> None:
+        """Store one performed or polled step: detail, artifacts, measurement, log, progress."""
+        with transaction.atomic():
+            self._check_writer()
+            row = RunStep.objects.select_for_update().get(run=self.run, name=step["name"])
+            row.detail = {
+                **row.detail,
+                "progress": {**row.detail.get("progress", {}), **progress.detail},
+            }
+            artifacts = {a.name: self._store_artifact(a) for a in progress.artifacts}
+            if progress.measurement is not None:
+                self._store_measurement(progress.measurement, artifacts)
+            if progress.facts:
+                row.detail["facts"] = {**row.detail.get("facts", {}), **progress.facts}
+            if progress.done:
+                row.state, row.finished_at = RunStep.State.DONE, timezone.now()
+            row.save(update_fields=["detail", "state", "finished_at"])
+            self._update_progress(log=progress.log)
+
+    def _store_artifact(self, artifact) -> Artifact:
+        stored, _ = Artifact.objects.get_or_create(
+            run=self.run,
+            name=artifact.name,
+            defaults={
+                "tool": artifact.tool,
+                "content": artifact.content,
+                "size": len(artifact.content),
+                "sha256": hashlib.sha256(artifact.content).hexdigest(),
+            },
+        )
+        return stored
+
+    def _store_measurement(self, measurement: dict, artifacts: dict) -> None:
+        # The unique key makes a re-recorded measurement (a redelivered task) a no-op.
+        Measurement.objects.get_or_create(
+            run=self.run,
+            arm=measurement["arm"],
+            tier=measurement["tier"],
+            repetition=measurement["repetition"],
+            defaults={
+                "metrics": measurement["metrics"],
+                "server": measurement.get("server"),
+                "artifact": artifacts.get(measurement.get("artifact")),
+            },
+        )
+
+    def _update_progress(self, log: str = "") -> None:
+        steps = self.run.steps
+        run = Run.objects.select_for_update().get(pk=self.run.pk)
+        run.progress_total = steps.count()
+        run.progress_done = steps.filter(state=RunStep.State.DONE).count()
+        run.heartbeat_at = timezone.now()
+        run.driver_until = _claim_until()
+        if log:
+            run.log = (run.log + log)[-LOG_LIMIT_CHARS:]
+        run.save(
+            update_fields=["progress_total", "progress_done", "heartbeat_at", "driver_until", "log"]
+        )
+
+    def _check_writer(self) -> None:
+        run = Run.objects.select_for_update().get(pk=self.run.pk)
+        if run.driver_token != self.token or run.state != Run.State.RUNNING:
+            raise ClaimLostError(f"run {self.run.pk}: no longer ours to write")
+        run_assert_lease(run)
+
+    # --- cancel and cleanup -------------------------------------------------------------
+    def cancel_requested(self) -> bool:
+        return Run.objects.filter(pk=self.run.pk, cancel_requested_at__isnull=False).exists()
+
+    def launched_dirs(self) -> list[str]:
+        rows = self.run.steps.exclude(state=RunStep.State.PENDING).values_list("detail", flat=True)
+        return [
+            d["progress"]["run_dir"]
+            for d in rows
+            if d["step"]["kind"] in DETACHED_KINDS and d.get("progress", {}).get("run_dir")
+        ]
+
+    def mark_canceled(self) -> None:
+        run_mark_canceled(run_id=self.run.pk, reason="canceled by request; host processes stopped")
+
+    # --- evaluation ----------------------------------------------------------------------
+    def evaluate(self, context: dict | None = None) -> Evaluation:
+        """Ask the decision engine; record its decision, or say how many repetitions more."""
+        kind = self.spec["gate"]
+        if kind == "G3":
+            result = decisions.decide_g3(self.spec, self.g3_measurements(), context or {})
+            plan = result["plan"]
+            if plan["action"] == "run" and plan.get("more", 0) > 0:
+                seen = max(result["inputs"]["repetitions_seen"], default=0)
+                return Evaluation(decided=False, more=plan["more"], first=seen + 1)
+        elif kind == "G1":
+            result = decisions.decide_g1(self.spec, self.g1_facts())
+        else:
+            result = decisions.decide_g2(self.spec, self.g2_observed())
+        decision = decision_record(run_id=self.run.pk, result=result)
+        return Evaluation(decided=True, verdict=decision.verdict if decision else None)
+
+    def g3_measurements(self) -> list[dict]:
+        return [
+            {
+                "arm": m.arm,
+                "tier": m.tier,
+                "repetition": m.repetition,
+                "metrics": m.metrics,
+                "server": m.server,
+            }
+            for m in self.run.measurements.order_by("repetition", "tier", "arm")
+        ]
+
+    def g1_facts(self) -> dict:
+        facts: dict = {}
+        for detail in self.run.steps.values_list("detail", flat=True):
+            for name, value in detail.get("facts", {}).items():
+                if value is not None and facts.get(name) is None:
+                    facts[name] = value
+        inventory = facts.get("gpu_inventory")
+        if inventory and not inventory.get("rocm_version") and facts.get("rocm_version"):
+            facts["gpu_inventory"] = {**inventory, "rocm_version": facts["rocm_version"]}
+        facts.pop("rocm_version", None)
+        return facts
+
+    def g2_observed(self) -> dict:
+        steps = {row.detail["step"]["name"]: row.detail for row in self.run.steps.all()}
+        serve = next(
+            (
+                d
+                for d in steps.values()
+                if d["step"]["kind"] == "serve" and d["step"]["arm_kind"] == "offload"
+            ),
+            {},
+        )
+        healthy_after = serve.get("progress", {}).get("healthy_after_s")
+        answers = {}
+        for detail in steps.values():
+            answers.update(detail.get("facts", {}))
+        reference, offload = answers.get("answers_resident", []), answers.get("answers_offload", [])
+        hit = self.run.measurements.filter(arm="offload_hit").first()
+        return {
+            "health": {"healthy": healthy_after is not None, "seconds": healthy_after},
+            "equivalence": [
+                {
+                    "prompt": i,
+                    "reference": reference[i] if i < len(reference) else None,
+                    "offload": offload[i] if i < len(offload) else None,
+                }
+                for i in range(len(self.spec["equivalence"]["prompts"]))
+            ],
+            "external_hit_rate": (hit.server or {}).get("external_hit_rate") if hit else None,
+            "aa_pairs": self._aa_pairs(),
+        }
+
+    def _aa_pairs(self) -> list[dict]:
+        rows = {
+            (m.arm, m.repetition): m.metrics
+            for m in self.run.measurements.filter(arm__in=("aa_a", "aa_b"))
+        }
+        repetitions = sorted({r for _, r in rows})
+        return [
+            {"repetition": r, "a": rows[("aa_a", r)], "b": rows[("aa_b", r)]}
+            for r in repetitions
+            if ("aa_a", r) in rows and ("aa_b", r) in rows
+        ]

@@ -1,0 +1,422 @@
+"""Performs or polls one step of a gate program on its host.
+
+No Django: a step dict and what was recorded of it so far in, a StepProgress out. Long work
+(servers, benchmarks) runs detached on the host; a step that is still running returns
+`done=False` and is polled again. Every command comes from a profile template or Tollgate's own
+fixed templates, filled with validated values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates.specs import workload_num_prefixes
+from runners import adapters
+from runners.commands import fill
+from runners.errors import BenchmarkError, SpecError
+from runners.plans import WARMUP_PROMPTS
+from runners.transport import Transport
+
+HOSTCTL = Path(__file__).resolve().parent / "remote" / "hostctl.py"
+PROBE_TOOLS = {
+    "vllm_version": "vllm-version",
+    "meminfo": "meminfo",
+    "disk": "df",
+    "kernel": "uname",
+    "rocm_version": "rocm-version",
+}
+SHORT_COMMAND_S = 60
+LOG_TAIL_BYTES = 2000
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What every step of one run needs: the host, the profile, and the run's values."""
+
+    transport: Transport
+    commands: dict
+    values: dict
+    run_dir: str
+    token: str
+    scratch: Path
+    serve_timeout_s: float = 900.0
+    bench_timeout_s: float = 6 * 3600.0
+    prompts: list[str] = field(default_factory=list)
+    max_tokens: int = 64
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.values['host_address']}:{self.values['port']}"
+
+
+@dataclass
+class Artifact:
+    name: str
+    tool: str
+    content: bytes
+
+
+@dataclass
+class StepProgress:
+    done: bool
+    detail: dict = field(default_factory=dict)
+    artifacts: list[Artifact] = field(default_factory=list)
+    measurement: dict | None = None
+    facts: dict | None = None
+    log: str = ""
+    # A detached process the step waits for: the driver blocks on its exit on the host
+    # instead of polling from here, so a finished benchmark is noticed within ~50 ms.
+    waiting_on: str | None = None
+
+
+def perform(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    """Perform the step, or poll it if it was launched before."""
+    executor = EXECUTORS.get(step["kind"])
+    if executor is None:
+        raise SpecError(f"unknown step kind {step['kind']!r}", field="plan", step=step["name"])
+    return executor(step, detail, ctx)
+
+
+def remote_dir(ctx: StepContext, step: dict) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", step.get("session") or step["name"]).strip("-")
+    return f"{ctx.run_dir}/{step['kind']}-{slug}"
+
+
+def _prepare(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    ctx.transport.put(str(HOSTCTL), f"{ctx.run_dir}/hostctl.py")
+    prompts = ctx.scratch / "prompts.json"
+    prompts.write_text(json.dumps(ctx.prompts))
+    ctx.transport.put(str(prompts), f"{ctx.run_dir}/prompts.json")
+    return StepProgress(True, log=f"uploaded hostctl.py and {len(ctx.prompts)} prompts\n")
+
+
+def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    name = step["probe"]
+    argv = fill(ctx.commands["probes"][name], _probe_values(ctx))
+    result = ctx.transport.run(argv, timeout=SHORT_COMMAND_S)
+    artifact = Artifact(f"probes/{name}.txt", _probe_tool(name), result.stdout.encode())
+    if not result.ok:
+        reason = f"exit {result.exit_code}: {result.stderr.strip()[-300:]}"
+        return StepProgress(
+            True, {"error": reason}, [artifact], facts={}, log=f"probe {name}: {reason}\n"
+        )
+    facts = probe_facts(name, result.stdout)
+    return StepProgress(True, {"facts": facts}, [artifact], facts=facts, log=f"probe {name}: ok\n")
+
+
+def probe_facts(name: str, output: str) -> dict:
+    """The G1 facts one probe's output gives; an unreadable output gives none."""
+    try:
+        if name.startswith("gpu_"):
+            return {"gpu_inventory": adapters.parse(output, tool="gpu-inventory")}
+        if name == "offload_tier":
+            return {"offload_tier": _tier(json.loads(output))}
+        parsed = adapters.parse(output, tool=PROBE_TOOLS.get(name))
+    except (adapters.AdapterError, ValueError, TypeError):
+        return {}
+    return _host_fact(name, parsed)
+
+
+def _host_fact(name: str, parsed: dict) -> dict:
+    if name == "vllm_version":
+        return {"vllm_version": parsed.get("version")}
+    if name == "meminfo":
+        return {"host_memory_bytes": parsed.get("mem_total_bytes")}
+    if name == "disk":
+        mounts = parsed.get("mounts") or [{}]
+        return {"free_disk_bytes": mounts[-1].get("available_bytes")}
+    if name == "kernel":
+        return {"kernel": parsed.get("kernel_release")}
+    if name == "rocm_version":
+        return {"rocm_version": parsed.get("version")}
+    return {}
+
+
+def _tier(document: dict) -> dict:
+    capacity = document.get("capacity_gib")
+    return {
+        "present": bool(document.get("present")),
+        "capacity_gib": float(capacity) if capacity is not None else None,
+    }
+
+
+def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    run_dir = remote_dir(ctx, step)
+    if not detail.get("launched"):
+        argv = fill(ctx.commands["serve"][step["arm_kind"]], ctx.values)
+        ctx.transport.launch_detached(run_dir, f"{ctx.token}-{Path(run_dir).name}", argv)
+        return StepProgress(
+            False,
+            {"launched": True, "run_dir": run_dir, "since": time.time()},
+            log=f"{step['name']}: launched\n",
+        )
+    status = ctx.transport.status(run_dir)
+    if status.finished or status.vanished:
+        raise BenchmarkError(
+            f"the {step['arm_kind']} server exited before it was healthy "
+            f"(exit {status.exit_code}): {_tail(ctx, run_dir)}",
+            step=step["name"],
+        )
+    if not _healthy(ctx):
+        if time.time() - detail["since"] > ctx.serve_timeout_s:
+            raise BenchmarkError(
+                f"the server was not healthy within {ctx.serve_timeout_s:.0f} s", step=step["name"]
+            )
+        return StepProgress(False)
+    text = _metrics_text(ctx)
+    config = adapters.parse(text, tool="vllm-metrics").get("cache_config")
+    seconds = round(time.time() - detail["since"], 3)
+    return StepProgress(
+        True,
+        {"healthy_after_s": seconds, "cache_config": config},
+        [Artifact(f"{run_dir_name(run_dir)}/metrics-at-start.txt", "vllm-metrics", text.encode())],
+        log=f"{step['name']}: healthy after {seconds} s\n",
+    )
+
+
+def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    serve_step = {**step, "kind": "serve"}
+    ctx.transport.kill(remote_dir(ctx, serve_step))
+    return StepProgress(True, log=f"{step['name']}: stopped\n")
+
+
+def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    run_dir = remote_dir(ctx, step)
+    if not detail.get("launched"):
+        before = _metrics_text(ctx)
+        _launch_bench(ctx, step, run_dir, step["workload"], step["tier"], step["seed"])
+        return StepProgress(
+            False,
+            {
+                "launched": True,
+                "run_dir": run_dir,
+                "since": time.time(),
+                "metrics_before": adapters.parse(before, tool="vllm-metrics"),
+            },
+            [
+                Artifact(
+                    f"{run_dir_name(run_dir)}/metrics-before.txt", "vllm-metrics", before.encode()
+                )
+            ],
+            log=f"{step['name']}: launched\n",
+        )
+    if not _bench_finished(ctx, step, run_dir, detail):
+        return StepProgress(False, waiting_on=run_dir)
+    return _collect_bench(ctx, step, run_dir, detail["metrics_before"])
+
+
+def _warmup(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    run_dir = remote_dir(ctx, step)
+    if not detail.get("launched"):
+        workload = {**step["workload"], "num_prompts": WARMUP_PROMPTS}
+        _launch_bench(ctx, step, run_dir, workload, 1, int(step["workload"]["seed"]) + 7)
+        return StepProgress(False, {"launched": True, "run_dir": run_dir, "since": time.time()})
+    if not _bench_finished(ctx, step, run_dir, detail):
+        return StepProgress(False, waiting_on=run_dir)
+    return StepProgress(True, log=f"{step['name']}: done\n")
+
+
+def _complete(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    template = [
+        "{python}",
+        "{run_dir}/hostctl.py",
+        "complete",
+        "{base_url}",
+        "{model}",
+        "{max_tokens}",
+        "{run_dir}/prompts.json",
+    ]
+    argv = fill(
+        template,
+        {
+            **ctx.values,
+            "run_dir": ctx.run_dir,
+            "base_url": ctx.base_url,
+            "max_tokens": ctx.max_tokens,
+        },
+    )
+    result = ctx.transport.run(argv, timeout=300)
+    if not result.ok:
+        raise BenchmarkError(
+            f"completions failed (exit {result.exit_code}): "
+            f"{result.stderr.strip()[-LOG_TAIL_BYTES:]}",
+            step=step["name"],
+        )
+    try:
+        answers = [json.loads(line)["text"] for line in result.stdout.splitlines() if line]
+    except (ValueError, KeyError, TypeError) as error:
+        raise BenchmarkError(
+            f"unreadable completions output: {error}", step=step["name"]
+        ) from error
+    return StepProgress(
+        True,
+        {"answers": answers},
+        [Artifact(f"g2/answers-{step['arm']}.jsonl", "completions", result.stdout.encode())],
+        facts={f"answers_{step['arm']}": answers},
+        log=f"{step['name']}: {len(answers)} answers\n",
+    )
+
+
+def _launch_bench(
+    ctx: StepContext, step: dict, run_dir: str, workload: dict, concurrency: int, seed: int
+) -> None:
+    dataset = workload["dataset"]
+    template = ctx.commands["bench"].get(dataset)
+    if template is None:
+        raise SpecError(
+            f"the profile has no bench command for dataset {dataset!r}",
+            field="workload.dataset",
+            step=step["name"],
+        )
+    values = {
+        **ctx.values,
+        **_workload_values(workload),
+        "base_url": ctx.base_url,
+        "max_concurrency": concurrency,
+        "seed": seed,
+        "result_dir": run_dir,
+        "result_filename": "result.json",
+    }
+    ctx.transport.launch_detached(
+        run_dir, f"{ctx.token}-{Path(run_dir).name}", fill(template, values)
+    )
+
+
+def _bench_finished(ctx: StepContext, step: dict, run_dir: str, detail: dict) -> bool:
+    status = ctx.transport.status(run_dir)
+    if status.finished:
+        if status.exit_code != 0:
+            raise BenchmarkError(
+                f"the bench command exited {status.exit_code}: {_tail(ctx, run_dir)}",
+                step=step["name"],
+            )
+        return True
+    if status.vanished:
+        raise BenchmarkError("the bench process vanished without an exit code", step=step["name"])
+    if time.time() - detail["since"] > ctx.bench_timeout_s:
+        raise BenchmarkError(
+            f"the bench did not finish within {ctx.bench_timeout_s:.0f} s", step=step["name"]
+        )
+    return False
+
+
+def _collect_bench(ctx: StepContext, step: dict, run_dir: str, before: dict) -> StepProgress:
+    local = ctx.scratch / f"{Path(run_dir).name}.json"
+    ctx.transport.get(f"{run_dir}/result.json", str(local))
+    raw = local.read_bytes()
+    after = _metrics_text(ctx)
+    result = adapters.parse(raw, tool="vllm-bench", source=f"{step['name']} result.json")
+    metrics = result["runs"][0]
+    name = run_dir_name(run_dir)
+    server = server_facts(before, adapters.parse(after, tool="vllm-metrics"))
+    return StepProgress(
+        True,
+        {"completed": metrics.get("completed"), "failed": metrics.get("failed"), "server": server},
+        [
+            Artifact(f"{name}/result.json", "vllm-bench", raw),
+            Artifact(f"{name}/metrics-after.txt", "vllm-metrics", after.encode()),
+        ],
+        measurement={
+            "arm": step["arm"],
+            "tier": step["tier"],
+            "repetition": step["repetition"],
+            "metrics": metrics,
+            "server": server,
+            "artifact": f"{name}/result.json",
+        },
+        log=f"{step['name']}: {metrics.get('completed')} completed, "
+        f"{metrics.get('failed')} failed\n",
+    )
+
+
+def server_facts(first: dict, last: dict) -> dict:
+    """What the server's /metrics prove about one benchmark: the arm it ran and its hits."""
+    delta = adapters.metrics_delta(first, last)
+    config = last.get("cache_config") or {}
+    offload_size = config.get("kv_offloading_size")
+    return {
+        "prefix_caching": config.get("enable_prefix_caching"),
+        "offload_enabled": None if "kv_offloading_size" not in config else bool(offload_size),
+        "external_hit_rate": delta["external_prefix_cache_hit_rate"],
+        "prefix_cache_hit_rate": delta["prefix_cache_hit_rate"],
+        # Two scrapes cannot see the peak; the bench's own max_concurrency is checked instead.
+        "peak_running": None,
+    }
+
+
+# Blocks on the host until the detached process writes its exit code, or $2 tenths of a
+# second pass. A constant script: the run directory arrives as an argument, never as code.
+WAIT_SCRIPT = (
+    'n=0; while [ ! -f "$1/exit_code" ] && [ "$n" -lt "$2" ]; do '
+    "sleep 0.05 2>/dev/null || sleep 1; n=$((n + 1)); done"
+)
+
+
+def wait_for_exit(ctx: StepContext, run_dir: str, seconds: float) -> None:
+    """Return when the process of `run_dir` has exited, or after about `seconds`."""
+    ticks = max(1, int(seconds * 20))
+    argv = fill(["sh", "-c", WAIT_SCRIPT, "sh", "{run_dir}", str(ticks)], {"run_dir": run_dir})
+    ctx.transport.run(argv, timeout=seconds + 15)
+
+
+def run_dir_name(run_dir: str) -> str:
+    return Path(run_dir).name
+
+
+def _workload_values(workload: dict) -> dict:
+    values = {
+        key: workload[key]
+        for key in ("input_len", "output_len", "prefix_len", "suffix_len", "num_prompts", "dataset")
+        if key in workload
+    }
+    values.setdefault("input_len", workload.get("prefix_len", 0) + workload.get("suffix_len", 0))
+    values["num_prefixes"] = workload_num_prefixes(workload)
+    return values
+
+
+def _probe_values(ctx: StepContext) -> dict:
+    return {**ctx.values, "run_dir": ctx.run_dir}
+
+
+def _probe_tool(name: str) -> str:
+    return "gpu-inventory" if name.startswith("gpu_") else PROBE_TOOLS.get(name, name)
+
+
+def _healthy(ctx: StepContext) -> bool:
+    argv = fill(
+        ["{python}", "{run_dir}/hostctl.py", "health", "{base_url}"],
+        {**ctx.values, "run_dir": ctx.run_dir, "base_url": ctx.base_url},
+    )
+    return ctx.transport.run(argv, timeout=30).ok
+
+
+def _metrics_text(ctx: StepContext) -> str:
+    argv = fill(
+        ["{python}", "{run_dir}/hostctl.py", "metrics", "{base_url}"],
+        {**ctx.values, "run_dir": ctx.run_dir, "base_url": ctx.base_url},
+    )
+    result = ctx.transport.run(argv, timeout=30)
+    if not result.ok:
+        raise BenchmarkError(f"could not read the server's /metrics: {result.stderr[-300:]}")
+    return result.stdout
+
+
+def _tail(ctx: StepContext, run_dir: str) -> str:
+    argv = fill(["tail", "-c", str(LOG_TAIL_BYTES), "{run_dir}/stderr.log"], {"run_dir": run_dir})
+    return ctx.transport.run(argv, timeout=SHORT_COMMAND_S).stdout.strip() or "(no stderr)"
+
+
+EXECUTORS: dict[str, Any] = {
+    "prepare": _prepare,
+    "probe": _probe,
+    "serve": _serve,
+    "stop": _stop,
+    "bench": _bench,
+    "warmup": _warmup,
+    "complete": _complete,
+}

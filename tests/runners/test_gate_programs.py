@@ -1,0 +1,220 @@
+"""G1-G3 end to end: real sshd on loopback, real simhost behind it, the real task code.
+
+Tasks run in this process one after another (the worker-fault tests use real Celery workers);
+each test's specs are sized so a run takes seconds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gates import services
+from gates.models import Artifact, Gate, Host, Measurement, Run
+from runners import tasks
+from runners.transport import LocalTransport
+from tests.simhosts import SHORT_CHAT, g1_spec, g2_spec, g3_spec, ssh_simhost
+from tests.sshd import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+MAX_TASKS = 200
+
+
+@pytest.fixture(autouse=True)
+def tasks_run_here(monkeypatch, settings):
+    """advance_run hands over to a fresh task by enqueueing; here the test is the worker.
+
+    A short task budget makes runs change hands often, as they do over hours in production.
+    """
+    monkeypatch.setattr(tasks.advance_run, "delay", lambda run_id: None)
+    settings.TOLLGATE_TASK_BUDGET_S = 3
+
+
+@pytest.fixture
+def sim_host(customer_org, own_sshd, tmp_path) -> Host:
+    return ssh_simhost(customer_org, own_sshd, tmp_path / "host")
+
+
+def drive(run: Run, *, until=None) -> Run:
+    """Run advance_run task after task until the run ends (or `until(run)` holds)."""
+    for _ in range(MAX_TASKS):
+        tasks.advance_run(run.pk)
+        run.refresh_from_db()
+        if run.is_ended or (until and until(run)):
+            return run
+    raise AssertionError(f"run {run.pk} did not end within {MAX_TASKS} tasks:\n{run.log}")
+
+
+def start(actor, viewer, engagement, kind: str, host: Host, document: dict) -> Run:
+    gate = engagement.gates.get(kind=kind)
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    return services.run_create(actor=actor, viewer=viewer, gate=gate, host=host)
+
+
+def pass_gate(actor, viewer, engagement, kind: str, host: Host) -> None:
+    """Record a pass for a gate the test is not about, through the services."""
+    run = services.run_create(
+        actor=actor, viewer=viewer, gate=engagement.gates.get(kind=kind), host=host
+    )
+    services.run_claim(run_id=run.pk)
+    services.decision_record(run_id=run.pk, result={"verdict": "pass", "clauses": []})
+
+
+def host_processes_gone(run: Run) -> bool:
+    local = LocalTransport()
+    dirs = [
+        d["progress"]["run_dir"]
+        for d in run.steps.values_list("detail", flat=True)
+        if d.get("progress", {}).get("run_dir")
+    ]
+    return all(not local.status(path).group_alive for path in dirs)
+
+
+def test_an_offload_helps_host_passes_g1_g2_and_g3(actor, vendor_viewer, engagement, sim_host):
+    g1 = drive(start(actor, vendor_viewer, engagement, "G1", sim_host, g1_spec()))
+    assert (g1.outcome, g1.gate.decisions.first().verdict) == ("completed", "pass"), g1.log
+    g2 = drive(start(actor, vendor_viewer, engagement, "G2", sim_host, g2_spec()))
+    decision = g2.gate.decisions.first()
+    assert decision.verdict == "pass", decision.clauses
+    assert {row["check"] for row in decision.clauses} == {
+        "health",
+        "equivalence",
+        "offload_hit",
+        "noise_floor",
+    }
+    g3 = drive(start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec()))
+    decision = g3.gate.decisions.first()
+    assert decision.verdict == "pass", decision.result["reasons"]
+    for clause in decision.clauses:
+        assert clause["verdict"] == "pass"
+        assert clause["low"] is not None and clause["low"] <= clause["estimate"] <= clause["high"]
+    ttft = next(
+        c
+        for c in decision.clauses
+        if c["compare"] == "offload/baseline" and c["metric"] == "ttft_p50"
+    )
+    assert ttft["estimate"] > 25
+    assert Gate.objects.get(pk=g3.gate_id).state == Gate.State.DECIDED
+    assert engagement.gates.get(kind="G4").state == Gate.State.READY
+    assert g3.progress_done == g3.progress_total > 0
+    assert host_processes_gone(g3)
+
+
+def test_g3_measurements_keep_their_raw_files_with_digests(
+    actor, vendor_viewer, engagement, sim_host
+):
+    for kind in ("G1", "G2"):
+        pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+    run = drive(start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec()))
+    measurements = Measurement.objects.filter(run=run)
+    repetitions = sorted({m.repetition for m in measurements})
+    assert repetitions[:2] == [1, 2] and len(repetitions) <= 3  # min 2, max 3
+    assert {(m.arm, m.repetition) for m in measurements} == {
+        (arm, r) for arm in ("baseline", "offload", "recompute") for r in repetitions
+    }
+    for measurement in measurements:
+        assert measurement.artifact is not None and len(measurement.artifact.sha256) == 64
+        assert measurement.metrics["completed"] == 32
+        assert measurement.server["prefix_caching"] is (measurement.arm != "recompute")
+    offload = measurements.filter(arm="offload").first()
+    assert offload.server["external_hit_rate"] > 0.2
+    assert Artifact.objects.filter(run=run, tool="vllm-metrics").count() >= 12
+
+
+def test_offload_that_does_not_help_fails_g3_then_opens_stop_loss(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+):
+    host = ssh_simhost(customer_org, own_sshd, tmp_path / "host", scenario="offload-does-not-help")
+    for kind in ("G1", "G2"):
+        pass_gate(actor, vendor_viewer, engagement, kind, host)
+    document = g3_spec(
+        workload=SHORT_CHAT,
+        tiers=[1],
+        repetitions=(2, 3),
+        clauses=[
+            {
+                "metric": "ttft_p50",
+                "compare": "offload/baseline",
+                "change": "reduction",
+                "at_least_pct": 25,
+                "tiers": "all",
+            }
+        ],
+    )
+    # No reuse means the tier is never hit; that is this workload's truth, not a broken run.
+    document["validity"]["min_external_hit_rate"] = 0
+    verdicts = []
+    for _ in range(2):
+        run = drive(start(actor, vendor_viewer, engagement, "G3", host, document))
+        decision = run.gate.decisions.first()
+        verdicts.append(decision.verdict)
+        assert decision.verdict in ("fail", "inconclusive"), decision.result["reasons"]
+        assert decision.clauses[0]["estimate"] < 25
+    gate = engagement.gates.get(kind="G3")
+    assert gate.stop_loss_review is (verdicts == ["fail", "fail"])
+
+
+def test_a_host_without_the_offload_tier_fails_g1(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+):
+    host = ssh_simhost(customer_org, own_sshd, tmp_path / "host", preset="h100x8-no-tier")
+    run = drive(start(actor, vendor_viewer, engagement, "G1", host, g1_spec()))
+    decision = run.gate.decisions.first()
+    assert decision.verdict == "fail"
+    failed = [row["check"] for row in decision.clauses if row["ok"] is False]
+    assert failed == ["offload_tier"]
+
+
+def test_wrong_output_with_offload_fails_g2(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+):
+    host = ssh_simhost(customer_org, own_sshd, tmp_path / "host", faults={"wrong_output_rate": 1.0})
+    pass_gate(actor, vendor_viewer, engagement, "G1", host)
+    run = drive(start(actor, vendor_viewer, engagement, "G2", host, g2_spec()))
+    decision = run.gate.decisions.first()
+    assert decision.verdict == "fail"
+    equivalence = next(row for row in decision.clauses if row["check"] == "equivalence")
+    assert equivalence["verdict"] == "fail"
+
+
+def test_sshd_stopped_mid_run_is_an_infra_error_and_frees_the_host(
+    actor, vendor_viewer, engagement, sim_host, own_sshd
+):
+    for kind in ("G1", "G2"):
+        pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+    run = start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec())
+    run = drive(run, until=lambda r: r.measurements.exists())
+    own_sshd.stop()
+    try:
+        run = drive(run)
+    finally:
+        own_sshd.start()
+        kill_leftovers(run)
+    assert (run.state, run.outcome) == (Run.State.FINISHED, Run.Outcome.INFRA_ERROR)
+    assert Host.objects.get(pk=sim_host.pk).lease_run is None
+    gate = run.gate
+    gate.refresh_from_db()
+    assert gate.verdict == "pending" and not gate.decisions.exists()
+
+
+def test_cancel_mid_g3_stops_the_host_processes_within_seconds(
+    actor, vendor_viewer, engagement, sim_host
+):
+    for kind in ("G1", "G2"):
+        pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+    run = start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec())
+    run = drive(
+        run, until=lambda r: r.steps.filter(state="started", name__contains="c=16").exists()
+    )
+    services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
+    run = drive(run)
+    assert run.state == Run.State.CANCELED
+    assert wait_for(lambda: host_processes_gone(run), timeout=10)
+    assert Host.objects.get(pk=sim_host.pk).lease_run is None
+
+
+def kill_leftovers(run: Run) -> None:
+    local = LocalTransport()
+    for detail in run.steps.values_list("detail", flat=True):
+        path = detail.get("progress", {}).get("run_dir")
+        if path:
+            local.kill(path, grace=1)

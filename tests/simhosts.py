@@ -1,0 +1,145 @@
+"""Hosts that serve simhost for the gate-program tests: the emulated host's config and fault
+files, and Host rows that reach it over a real sshd (or locally). Small G1-G3 specs sized to
+simhost's scenarios keep each run within seconds."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+from gates import specs
+from gates.models import Host, Organization, Profile
+from simhost.hostconfig import HOST_PRESETS
+
+# The offload-helps scenario's sizes (docs/simhost.md): 4096-token prefixes, 16 sessions.
+COLD_RECOVERY = {
+    "dataset": "cold_recovery",
+    "prefix_len": 4096,
+    "suffix_len": 64,
+    "output_len": 32,
+    "num_prompts": 32,
+    "num_prefixes": 16,
+    "seed": 7,
+}
+SHORT_CHAT = {"dataset": "random", "input_len": 256, "output_len": 32, "num_prompts": 12, "seed": 7}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def simhost_parameters(
+    workdir: Path,
+    *,
+    preset: str = "h100x8-cpu512",
+    scenario: str = "offload-helps",
+    faults: dict | None = None,
+) -> dict:
+    """Host parameters for the simhost profile, with its config and fault files written."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    host_config = workdir / "simhost-host.json"
+    host_config.write_text(json.dumps(HOST_PRESETS[preset]))
+    fault_file = workdir / "simhost-faults.json"
+    fault_file.write_text(json.dumps(faults or {}))
+    return {
+        "python": sys.executable,
+        "port": free_port(),
+        "run_root": str(workdir / "runs"),
+        "sim_host_config": str(host_config),
+        "sim_fault_file": str(fault_file),
+        "sim_scenario": scenario,
+    }
+
+
+def ssh_simhost(
+    organization: Organization, server, workdir: Path, *, name: str = "sim-gpu", **options
+) -> Host:
+    """A Host row reaching `server` (tests/sshd.SshServer) and driving simhost there."""
+    from gates import services
+
+    host = Host.objects.create(
+        organization=organization,
+        name=name,
+        transport=Host.Transport.SSH,
+        address=server.address,
+        port=server.port,
+        username=server.username,
+        host_key=server.host_key_line,
+        host_key_fingerprint=services.host_key_fingerprint(server.host_key_line),
+        profile=Profile.objects.get(name="simhost"),
+        parameters=simhost_parameters(workdir, **options),
+    )
+    services.host_set_credential(host=host, private_key=server.user_key_text)
+    return host
+
+
+def local_simhost(
+    organization: Organization, workdir: Path, *, name: str = "sim-local", **options
+) -> Host:
+    return Host.objects.create(
+        organization=organization,
+        name=name,
+        transport=Host.Transport.LOCAL,
+        profile=Profile.objects.get(name="simhost"),
+        parameters=simhost_parameters(workdir, **options),
+    )
+
+
+def g1_spec() -> dict:
+    document = specs.default_spec("G1")
+    document["expect"].update(gpu_model_pattern="H100", gpu_count=8, free_disk_min_gib=0.01)
+    return document
+
+
+def g2_spec(*, noise_limit_pct: float = 60.0) -> dict:
+    document = specs.default_spec("G2")
+    document["equivalence"]["prompts"] = document["equivalence"]["prompts"][:3]
+    document["equivalence"]["max_tokens"] = 16
+    document["offload_hit"].update(workload=dict(COLD_RECOVERY), tier=16)
+    document["noise_floor"].update(
+        workload=dict(COLD_RECOVERY), tier=16, repetitions=2, max_noise_pct=noise_limit_pct
+    )
+    document["health"]["timeout_s"] = 60
+    return document
+
+
+def g3_spec(
+    *,
+    workload: dict | None = None,
+    tiers: list[int] | None = None,
+    repetitions: tuple[int, int] = (2, 3),
+    clauses: list[dict] | None = None,
+) -> dict:
+    document = specs.default_spec("G3")
+    document["workload"] = dict(workload or COLD_RECOVERY)
+    document["tiers"] = tiers or [16]
+    document["repetitions"] = {"min": repetitions[0], "max": repetitions[1]}
+    document["clauses"] = clauses or [
+        {
+            "metric": "ttft_p50",
+            "compare": "offload/baseline",
+            "change": "reduction",
+            "at_least_pct": 25,
+            "tiers": "all",
+        },
+        {
+            "metric": "output_throughput",
+            "compare": "offload/baseline",
+            "change": "gain",
+            "at_least_pct": 29,
+            "tiers": "all",
+        },
+        {
+            "metric": "ttft_p50",
+            "compare": "recompute/offload",
+            "change": "ratio",
+            "at_least": 3,
+            "tiers": "all",
+        },
+    ]
+    document["validity"]["require_kv_exceeds_vram"] = False
+    return document
