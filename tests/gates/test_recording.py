@@ -1,0 +1,129 @@
+"""RunSession: the claim, step delivery counting, idempotent recording, fencing."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from gates import services
+from gates.errors import LeaseLostError
+from gates.models import Artifact, Host, Measurement, Run
+from runners.steps import Artifact as StepArtifact
+from runners.steps import StepProgress
+from tests.simhosts import local_simhost
+
+pytestmark = pytest.mark.django_db
+
+BENCH = {"name": "g3 offload c=8 r1", "kind": "bench", "arm": "offload", "tier": 8, "repetition": 1}
+RESULT = {"completed": 8, "failed": 0, "ttft_ms": {"median": 10.0}}
+
+
+@pytest.fixture
+def running(actor, vendor_viewer, engagement, customer_org, tmp_path) -> Run:
+    host = local_simhost(customer_org, tmp_path)
+    run = services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=engagement.gates.get(kind="G1"), host=host
+    )
+    return services.run_claim(run_id=run.pk)
+
+
+@pytest.fixture
+def session(running):
+    session = services.RunSession.claim(running.pk)
+    session.append_steps(
+        [dict(BENCH), {"name": "probe kernel", "kind": "probe", "probe": "kernel"}]
+    )
+    return session
+
+
+def finished_bench() -> StepProgress:
+    content = b'{"completed": 8}'
+    return StepProgress(
+        True,
+        {"completed": 8},
+        [StepArtifact("bench/result.json", "vllm-bench", content)],
+        measurement={
+            "arm": "offload",
+            "tier": 8,
+            "repetition": 1,
+            "metrics": RESULT,
+            "server": {"prefix_caching": True},
+            "artifact": "bench/result.json",
+        },
+        log="done\n",
+    )
+
+
+def test_a_second_task_cannot_claim_a_run_being_driven(session):
+    assert services.RunSession.claim(session.run.pk) is None
+
+
+def test_a_released_run_can_be_claimed_again(session):
+    session.release()
+    assert services.RunSession.claim(session.run.pk) is not None
+
+
+def test_an_expired_claim_frees_the_run(session):
+    Run.objects.filter(pk=session.run.pk).update(driver_until=timezone.now())
+    assert services.RunSession.claim(session.run.pk) is not None
+
+
+def test_recording_a_step_twice_stores_one_artifact_and_one_measurement(session):
+    step, _ = session.next_step()
+    session.record(step, finished_bench())
+    session.record(step, finished_bench())
+    assert Artifact.objects.filter(run=session.run).count() == 1
+    measurement = Measurement.objects.get(run=session.run)
+    assert measurement.artifact.sha256 and measurement.metrics == RESULT
+    run = Run.objects.get(pk=session.run.pk)
+    assert (run.progress_done, run.progress_total) == (1, 2)
+    assert run.log.count("done") == 2
+
+
+def test_a_step_that_keeps_killing_its_task_is_poison(running):
+    for _ in range(services.recording.MAX_STEP_DELIVERIES):
+        session = services.RunSession.claim(running.pk)
+        if not session.has_plan():
+            session.append_steps([dict(BENCH)])
+        session.next_step()
+        Run.objects.filter(pk=running.pk).update(driver_until=None)  # the task "died"
+    session = services.RunSession.claim(running.pk)
+    with pytest.raises(services.PoisonStepError):
+        session.next_step()
+
+
+def test_a_clean_handover_does_not_count_as_a_failed_delivery(running):
+    for _ in range(services.recording.MAX_STEP_DELIVERIES + 2):
+        session = services.RunSession.claim(running.pk)
+        if not session.has_plan():
+            session.append_steps([dict(BENCH)])
+        session.next_step()
+        session.release()
+    assert running.steps.get().deliveries == 0
+
+
+def test_a_task_whose_claim_was_taken_over_cannot_write(session):
+    step, _ = session.next_step()
+    Run.objects.filter(pk=session.run.pk).update(driver_token="someone-else")
+    with pytest.raises(services.ClaimLostError):
+        session.record(step, finished_bench())
+    assert not Measurement.objects.exists()
+
+
+def test_a_run_that_lost_its_host_lease_cannot_write(session):
+    step, _ = session.next_step()
+    Host.objects.filter(pk=session.run.host_id).update(fencing_token=99)
+    with pytest.raises(LeaseLostError):
+        session.record(step, finished_bench())
+    assert not Measurement.objects.exists()
+
+
+def test_g1_evaluation_merges_the_facts_of_every_probe_and_records_the_decision(session):
+    facts = {"kernel": "6.1.0", "host_memory_bytes": 2048 * 2**30}
+    for step in (BENCH, {"name": "probe kernel"}):
+        session.record(step, StepProgress(True, facts=facts))
+    evaluation = session.evaluate()
+    assert evaluation.decided and evaluation.verdict in ("fail", "inconclusive")
+    decision = session.run.gate.decisions.get()
+    assert decision.result["inputs"]["facts"]["host_memory_bytes"] == 2048 * 2**30
+    assert Run.objects.get(pk=session.run.pk).outcome == "completed"
