@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from gates import services
+from gates import dashboards, services
 from gates.api.engagements import gate_clauses
 from gates.errors import ServiceError
 from gates.kvplans import spec_kv_warning
@@ -82,6 +82,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and gate.state != Gate.State.RUNNING
             and hosts.exists(),
             "can_review": viewer.can("gate.review") and gate.stop_loss_review,
+            "dashboard": dashboards.gate_dashboard(gate),
         },
     )
 
@@ -104,6 +105,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "steps": run.steps.all(),
             "decision": run.decisions.filter(kind=Decision.Kind.ENGINE).first(),
             "can_cancel": viewer.can("run.cancel") and not run.is_ended,
+            "figures": dashboards.run_panels(run),
         },
     )
 

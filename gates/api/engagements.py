@@ -92,17 +92,27 @@ class ClauseSerializer(serializers.Serializer):
 
 
 def gate_clauses(gate: Gate) -> list[dict]:
-    """The clause results of the gate's latest engine decision, in the API's shape."""
+    """The rows of the gate's latest engine decision in the API's shape.
+
+    G3 rows are clause x tier cells; G1/G2 rows are checks, named by `metric` too.
+    """
     decision = gate.decisions.filter(kind=Decision.Kind.ENGINE).first()
     if decision is None:
         return []
-    keys = ["metric", "threshold", "estimate", "low", "high", "verdict", "cause"]
-    rows = []
-    for clause in decision.clauses:
-        row = {key: clause.get(key) for key in keys}
-        row["tiers"] = clause.get("tiers", clause.get("tier"))
-        rows.append(row)
-    return rows
+    return [_clause_row(clause) for clause in decision.clauses]
+
+
+def _clause_row(clause: dict) -> dict:
+    numbers = {key: clause.get(key) for key in ("estimate", "low", "high")}
+    threshold = clause.get("threshold", clause.get("expected"))
+    return {
+        "metric": clause.get("metric") or clause.get("check"),
+        "tiers": clause.get("tiers", clause.get("tier")),
+        "threshold": threshold if isinstance(threshold, (int, float)) else None,
+        **numbers,
+        "verdict": clause.get("verdict"),
+        "cause": clause.get("cause"),
+    }
 
 
 class GateDetailApi(APIView):
