@@ -1,16 +1,24 @@
-"""The demo world: a vendor, a customer, two engagements against simhost, and the walk
-through them that `manage.py demo --once` reports. Idempotent: running it twice reuses rows."""
+"""The demo world: a vendor, a customer, and two engagements whose hosts are simhost (the
+emulated GPU host) on this machine, with gate specs sized to simhost's scenarios.
+
+Idempotent: running it again reuses the rows and refreshes the hosts' parameters.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.test import Client
 
-from gates import services
+from gates import services, specs
 from gates.models import Engagement, Gate, Host, Membership, Organization, Profile
+from simhost.hostconfig import HOST_PRESETS
 
 VENDOR = {"name": "Acme KV Tier (demo vendor)", "slug": "acme-kv", "kind": "vendor"}
 CUSTOMER = {"name": "Northwind AI (demo customer)", "slug": "northwind", "kind": "customer"}
@@ -19,77 +27,116 @@ USERS = {
     "customer": (CUSTOMER["slug"], Membership.Role.CUSTOMER_OWNER),
     "viewer": (CUSTOMER["slug"], Membership.Role.CUSTOMER_VIEWER),
 }
-ENGAGEMENTS = [
-    {
-        "title": "480B long-context agents (offload helps)",
-        "model_name": "qwen3-coder-480b-sim",
-        "platform": "simhost: 8x emulated GPUs, long reused prefixes, concurrency 4-16",
-        "host": "simhost-long-context",
-    },
-    {
-        "title": "8B short chat (offload does not help)",
-        "model_name": "llama-3-8b-sim",
-        "platform": "simhost: short prompts, no reuse, concurrency 1-2",
-        "host": "simhost-short-chat",
-    },
-]
+# simhost's offload-helps scenario: 4096-token session prefixes, 16 sessions (docs/simhost.md).
+COLD_RECOVERY = {
+    "dataset": "cold_recovery",
+    "prefix_len": 4096,
+    "suffix_len": 64,
+    "output_len": 32,
+    "num_prompts": 32,
+    "num_prefixes": 16,
+    "seed": 7,
+}
+SHORT_CHAT = {"dataset": "random", "input_len": 256, "output_len": 32, "num_prompts": 12, "seed": 7}
 
 
-@dataclass
-class DemoStep:
-    name: str
-    ok: bool
-    detail: str
+@dataclass(frozen=True)
+class DemoEngagement:
+    title: str
+    model_name: str
+    platform: str
+    host: str
+    scenario: str
+    workload: dict
+    tiers: tuple[int, ...]
+    min_external_hit_rate: float
 
 
-@dataclass
-class DemoWorld:
-    vendor: Organization
-    customer: Organization
-    engagements: list[Engagement]
-    passwords: dict[str, str]
-    steps: list[DemoStep] = field(default_factory=list)
-
-    def walk(self) -> list[DemoStep]:
-        """Check the demo end to end: pages, API, and each engagement's gates."""
-        self._check_pages()
-        for engagement in self.engagements:
-            self._report_gates(engagement)
-        return self.steps
-
-    def _record(self, name: str, ok: bool, detail: str) -> None:
-        self.steps.append(DemoStep(name, ok, detail))
-
-    def _check_pages(self) -> None:
-        client = Client(HTTP_HOST="127.0.0.1")
-        logged_in = client.login(username="vendor", password=self.passwords["vendor"])
-        self._record("vendor login", logged_in, "session created" if logged_in else "refused")
-        page = client.get("/", secure=True)
-        shown = all(e.title in page.content.decode() for e in self.engagements)
-        self._record(
-            "engagement list page",
-            page.status_code == 200 and shown,
-            f"HTTP {page.status_code}, demo engagements {'' if shown else 'not '}shown",
-        )
-        api = client.get("/api/v1/engagements/", secure=True)
-        self._record("REST API", api.status_code == 200, f"HTTP {api.status_code}")
-
-    def _report_gates(self, engagement: Engagement) -> None:
-        gates = list(engagement.gates.order_by("position"))
-        states = ", ".join(f"{g.kind} {g.state}/{g.verdict}" for g in gates)
-        well_formed = [g.kind for g in gates] == ["G1", "G2", "G3", "G4"]
-        self._record(f"engagement '{engagement.title}'", well_formed, states)
+ENGAGEMENTS = (
+    DemoEngagement(
+        title="480B long-context agents (offload helps)",
+        model_name="qwen3-coder-480b-sim",
+        platform="simhost: 8x H100 80GB emulated, long reused prefixes, concurrency 8-16",
+        host="simhost-long-context",
+        scenario="offload-helps",
+        workload=COLD_RECOVERY,
+        tiers=(8, 16),
+        min_external_hit_rate=0.2,
+    ),
+    DemoEngagement(
+        title="8B short chat (offload does not help)",
+        model_name="llama-3-8b-sim",
+        platform="simhost: 8x H100 80GB emulated, short prompts, no reuse, concurrency 1-2",
+        # The same emulated hardware as above: what differs is the customer's workload.
+        host="simhost-short-chat",
+        scenario="offload-helps",
+        # Short chat never reuses a prefix, so no hit-rate floor applies to this workload.
+        workload=SHORT_CHAT,
+        tiers=(1, 2),
+        min_external_hit_rate=0.0,
+    ),
+)
 
 
-def build_demo_world(*, passwords: dict[str, str]) -> DemoWorld:
+def build_demo_world(*, passwords: dict[str, str]) -> list[Engagement]:
+    """Organizations, users with these passwords, and the demo engagements with hosts."""
     with transaction.atomic():
         vendor = _organization(VENDOR)
         customer = _organization(CUSTOMER)
         for username, (slug, role) in USERS.items():
-            _user(username, passwords[username], vendor if slug == vendor.slug else customer, role)
+            organization = vendor if slug == vendor.slug else customer
+            _user(username, passwords[username], organization, role)
         actor = services.Actor.system("demo")
-        engagements = [_engagement(actor, customer, spec) for spec in ENGAGEMENTS]
-    return DemoWorld(vendor, customer, engagements, passwords)
+        return [_engagement(actor, customer, plan) for plan in ENGAGEMENTS]
+
+
+def demo_host_parameters(plan: DemoEngagement) -> dict:
+    """Where this machine's simhost lives and how it is configured (files under var/demo)."""
+    folder = Path(settings.VAR_DIR) / "demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    host_config = folder / "simhost-h100x8.json"
+    host_config.write_text(json.dumps(HOST_PRESETS["h100x8-cpu512"]))
+    no_faults = folder / "simhost-no-faults.json"
+    no_faults.write_text("{}")
+    return {
+        "python": sys.executable,
+        "port": _free_port(),
+        "run_root": str(folder / "host-runs"),
+        "sim_scenario": plan.scenario,
+        "sim_host_config": str(host_config),
+        "sim_fault_file": str(no_faults),
+    }
+
+
+def _free_port() -> int:
+    # Chosen afresh each time the demo starts, so two demos (or a demo and the tests) never
+    # fight over a port.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
+    """The demo's G1-G3 specs: the templates, sized to what simhost emulates."""
+    g1 = specs.default_spec("G1")
+    g1["expect"].update(gpu_model_pattern="H100", free_disk_min_gib=1)
+    g2 = specs.default_spec("G2")
+    g2["equivalence"]["prompts"] = g2["equivalence"]["prompts"][:3]
+    g2["offload_hit"].update(workload=dict(COLD_RECOVERY), tier=16)
+    # This machine is shared and simhost's timings are in milliseconds: a wide noise floor.
+    g2["noise_floor"].update(workload=dict(COLD_RECOVERY), tier=16, repetitions=3, max_noise_pct=50)
+    g3 = specs.default_spec("G3")
+    g3["workload"] = dict(plan.workload)
+    g3["tiers"] = list(plan.tiers)
+    g3["repetitions"] = {"min": 2, "max": 6}
+    # The template's c=8 and c=16 throughput clauses move to this demo's lower and upper tier.
+    for clause in g3["clauses"]:
+        if clause["tiers"] != "all":
+            clause["tiers"] = [plan.tiers[0] if clause["tiers"] == [8] else plan.tiers[-1]]
+    g3["validity"].update(
+        min_external_hit_rate=plan.min_external_hit_rate, require_kv_exceeds_vram=False
+    )
+    return {"G1": g1, "G2": g2, "G3": g3}
 
 
 def _organization(values: dict) -> Organization:
@@ -102,32 +149,41 @@ def _user(username: str, password: str, organization: Organization, role: str) -
         username=username, defaults={"email": f"{username}@demo.invalid"}
     )
     user.set_password(password)
-    user.is_staff = role == Membership.Role.VENDOR_ADMIN
-    user.is_superuser = role == Membership.Role.VENDOR_ADMIN
+    user.is_staff = user.is_superuser = role == Membership.Role.VENDOR_ADMIN
     user.save()
     Membership.objects.update_or_create(
         user=user, organization=organization, defaults={"role": role}
     )
 
 
-def _engagement(actor, customer: Organization, values: dict) -> Engagement:
-    existing = Engagement.objects.filter(organization=customer, title=values["title"]).first()
-    if existing is not None:
-        return existing
-    Host.objects.get_or_create(
+def _engagement(actor, customer: Organization, plan: DemoEngagement) -> Engagement:
+    Host.objects.update_or_create(
         organization=customer,
-        name=values["host"],
+        name=plan.host,
         defaults={
             "transport": Host.Transport.LOCAL,
+            "parameters": demo_host_parameters(plan),
             "profile": Profile.objects.get(name="simhost"),
+            "labels": {"emulated": "simhost"},
         },
     )
+    engagement = Engagement.objects.filter(organization=customer, title=plan.title).first()
+    if engagement is not None:
+        return engagement
     engagement = services.engagement_create(
         actor=actor,
         organization=customer,
-        title=values["title"],
-        model_name=values["model_name"],
-        platform=values["platform"],
+        title=plan.title,
+        model_name=plan.model_name,
+        platform=plan.platform,
     )
+    for kind, document in demo_specs(plan).items():
+        gate = engagement.gates.get(kind=kind)
+        services.gate_spec_update(actor=actor, gate=gate, document=document)
     assert engagement.gates.get(kind="G1").state == Gate.State.READY
     return engagement
+
+
+def demo_host(engagement: Engagement) -> Host:
+    plan = next(p for p in ENGAGEMENTS if p.title == engagement.title)
+    return Host.objects.get(organization=engagement.organization, name=plan.host)

@@ -331,10 +331,9 @@ def _alert_gate_failed(gate: Gate, decision: Decision, failures: int, max_attemp
     lines = [f"{gate.get_kind_display()} failed on spec v{decision.spec.version}.", ""]
     for clause in decision.clauses:
         if clause.get("verdict") == Verdict.FAIL:
-            lines.append(
-                f"- {clause.get('metric')} at tier {clause.get('tier')}: "
-                f"{clause.get('cause') or 'below threshold'}"
-            )
+            what = clause.get("metric") or clause.get("check") or "check"
+            where = f" at c={clause['tier']}" if clause.get("tier") else ""
+            lines.append(f"- {what}{where}: {clause.get('cause') or 'below threshold'}")
     if review:
         lines += [
             "",

@@ -53,7 +53,19 @@ def test_demo_once_sets_up_the_world_and_reports_every_step(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "vendor" in result.stdout and "password" in result.stdout
-    assert "FAIL" not in result.stdout
+    summary = result.stdout.split("Demo summary:")[1]
+    assert "FAIL" not in summary
+    # Both engagements were walked for real: G1 and G2 pass, and G3 got a verdict.
+    for title in (
+        "480B long-context agents (offload helps)",
+        "8B short chat (offload does not help)",
+    ):
+        for kind in ("G1", "G2"):
+            assert f"{title} {kind}: pass" in summary, summary
+        assert f"{title} G3: " in summary
+    helps = summary.split("(offload helps) G3: ")[1].split(":")[0]
+    short = summary.split("(offload does not help) G3: ")[1].split(":")[0]
+    assert helps in ("pass", "inconclusive") and short in ("fail", "inconclusive")
     assert (tmp_path / "tollgate.sqlite3").exists()
 
 

@@ -1,12 +1,14 @@
-"""`python manage.py demo`: a demo vendor and customer, demo engagements, and the services.
+"""`python manage.py demo`: a demo vendor and customer, two engagements on simhost (the
+emulated GPU host), the services, and a real walk through G1-G3.
 
-Without --once it starts web, worker and beat on the embedded defaults and serves
-http://127.0.0.1:8000 until interrupted. With --once it sets everything up, walks the demo
-flow headless, prints a summary and exits non-zero if any step broke.
+Without --once it starts web, worker and beat on the embedded defaults, walks the engagements
+while serving http://127.0.0.1:8000, and keeps serving until interrupted. With --once it starts
+a worker and beat only, walks headless, prints a summary and exits non-zero if a step broke.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import signal
 import subprocess
@@ -19,14 +21,19 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from gates.demo import DemoStep, build_demo_world
+from gates import services
+from gates.demo import build_demo_world
+from gates.demo_walk import DemoStep, walk_demo
+from gates.models import Run
+from runners.errors import RunnerError
+from runners.transport import LocalTransport
 
 WEB_ADDRESS = "127.0.0.1:8000"
 READY_TIMEOUT_S = 30
 
 
 class Command(BaseCommand):
-    help = "Set up demo organizations and engagements, then serve them (or --once: headless)."
+    help = "Demo organizations and engagements on simhost, walked through G1-G3 for real."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--once", action="store_true", help="run headless and exit")
@@ -35,15 +42,34 @@ class Command(BaseCommand):
     def handle(self, *args, once: bool, address: str, **options) -> None:
         call_command("migrate", verbosity=0, interactive=False)
         logins = {name: secrets.token_urlsafe(9) for name in ("vendor", "customer", "viewer")}
-        world = build_demo_world(passwords=logins)
+        engagements = build_demo_world(passwords=logins)
         self._print_logins(logins)
-        if once:
-            steps = world.walk()
+        processes = _start_services(None if once else address)
+        # SIGTERM (a service manager, a test) stops the demo as cleanly as Ctrl-C does.
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            if not once:
+                _wait_until_serving(f"http://{address}/login/", processes)
+                self.stdout.write(self.style.SUCCESS(f"Serving http://{address}/"))
+            self.stdout.write(
+                "Walking the demo engagements through G1-G3 on simhost "
+                "(an emulated GPU host; timings are scaled, not real):"
+            )
+            steps = walk_demo(engagements, password=logins["vendor"], say=self.stdout.write)
             self._print_summary(steps)
-            if any(not step.ok for step in steps):
-                raise CommandError("the demo flow broke; see the summary above")
-            return
-        self._serve(address)
+            if once:
+                if any(not step.ok for step in steps):
+                    raise CommandError("the demo flow broke; see the summary above")
+                return
+            self.stdout.write(self.style.SUCCESS(f"Still serving http://{address}/ (Ctrl-C stops)"))
+            _supervise(processes)
+        except KeyboardInterrupt:
+            self.stdout.write("Stopping...")
+        finally:
+            _stop(processes)
+            stopped = stop_active_runs(engagements)
+            if stopped:
+                self.stdout.write(f"Canceled {stopped} unfinished demo run(s).")
 
     def _print_logins(self, logins: dict[str, str]) -> None:
         self.stdout.write(self.style.MIGRATE_HEADING("Demo logins (new passwords each run):"))
@@ -56,36 +82,34 @@ class Command(BaseCommand):
             mark = self.style.SUCCESS("ok  ") if step.ok else self.style.ERROR("FAIL")
             self.stdout.write(f"  {mark} {step.name}: {step.detail}")
 
-    def _serve(self, address: str) -> None:
-        processes = _start_services(address)
-        try:
-            _wait_until_serving(f"http://{address}/login/", processes)
-            self.stdout.write(self.style.SUCCESS(f"Serving http://{address}/  (Ctrl-C stops)"))
-            while all(p.poll() is None for p in processes):
-                time.sleep(1)  # a supervisor loop, not a wait for an event
-            raise CommandError("a demo service exited; see its output above")
-        except KeyboardInterrupt:
-            self.stdout.write("Stopping...")
-        finally:
-            _stop(processes)
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
-def _start_services(address: str) -> list[subprocess.Popen]:
+def stop_active_runs(engagements) -> int:
+    """Cancel the demo's unfinished runs and stop what they left on this machine (the demo's
+    hosts are local), so no emulated server outlives the demo."""
+    active = list(
+        Run.objects.filter(
+            gate__engagement__in=engagements, state__in=[Run.State.QUEUED, Run.State.RUNNING]
+        )
+    )
+    local = LocalTransport("demo")
+    for run in active:
+        for detail in run.steps.values_list("detail", flat=True):
+            run_dir = detail.get("progress", {}).get("run_dir")
+            if run_dir:
+                with contextlib.suppress(RunnerError):
+                    local.kill(run_dir, grace=5)
+        services.run_mark_canceled(run_id=run.pk, reason="the demo was stopped")
+    return len(active)
+
+
+def _start_services(address: str | None) -> list[subprocess.Popen]:
+    """A worker and beat, plus the web server when `address` is given."""
     python = sys.executable
-    base = Path(settings.BASE_DIR)
     commands = [
-        [
-            python,
-            "-m",
-            "gunicorn",
-            "config.wsgi",
-            "--bind",
-            address,
-            "--workers",
-            "2",
-            "--access-logfile",
-            "-",
-        ],
         [
             python,
             "-m",
@@ -94,7 +118,7 @@ def _start_services(address: str) -> list[subprocess.Popen]:
             "config",
             "worker",
             "--loglevel",
-            "INFO",
+            "WARNING",
             "--concurrency",
             "2",
         ],
@@ -106,12 +130,27 @@ def _start_services(address: str) -> list[subprocess.Popen]:
             "config",
             "beat",
             "--loglevel",
-            "INFO",
+            "WARNING",
             "--schedule",
             str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
         ],
     ]
-    return [subprocess.Popen(command, cwd=base) for command in commands]
+    if address:
+        commands.append(
+            [
+                python,
+                "-m",
+                "gunicorn",
+                "config.wsgi",
+                "--bind",
+                address,
+                "--workers",
+                "2",
+                "--access-logfile",
+                "-",
+            ]
+        )
+    return [subprocess.Popen(command, cwd=settings.BASE_DIR) for command in commands]
 
 
 def _wait_until_serving(url: str, processes: list[subprocess.Popen]) -> None:
@@ -128,12 +167,18 @@ def _wait_until_serving(url: str, processes: list[subprocess.Popen]) -> None:
     raise CommandError(f"the web server did not answer at {url} within {READY_TIMEOUT_S} s")
 
 
+def _supervise(processes: list[subprocess.Popen]) -> None:
+    while all(p.poll() is None for p in processes):
+        time.sleep(1)  # a supervisor loop, not a wait for an event
+    raise CommandError("a demo service exited; see its output above")
+
+
 def _stop(processes: list[subprocess.Popen]) -> None:
     for process in processes:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
     for process in processes:
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
