@@ -19,6 +19,7 @@ from gates.specs import workload_num_prefixes
 from runners import adapters
 from runners.commands import fill
 from runners.errors import BenchmarkError, SpecError
+from runners.facts import probe_facts, probe_tool, server_facts
 from runners.plans import WARMUP_PROMPTS
 from runners.transport import Transport
 
@@ -99,7 +100,7 @@ def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     name = step["probe"]
     argv = fill(ctx.commands["probes"][name], _probe_values(ctx))
     result = ctx.transport.run(argv, timeout=SHORT_COMMAND_S)
-    artifact = Artifact(f"probes/{name}.txt", _probe_tool(name), result.stdout.encode())
+    artifact = Artifact(f"probes/{name}.txt", probe_tool(name), result.stdout.encode())
     if not result.ok:
         reason = f"exit {result.exit_code}: {result.stderr.strip()[-300:]}"
         return StepProgress(
@@ -107,42 +108,6 @@ def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
         )
     facts = probe_facts(name, result.stdout)
     return StepProgress(True, {"facts": facts}, [artifact], facts=facts, log=f"probe {name}: ok\n")
-
-
-def probe_facts(name: str, output: str) -> dict:
-    """The G1 facts one probe's output gives; an unreadable output gives none."""
-    try:
-        if name.startswith("gpu_"):
-            return {"gpu_inventory": adapters.parse(output, tool="gpu-inventory")}
-        if name == "offload_tier":
-            return {"offload_tier": _tier(json.loads(output))}
-        parsed = adapters.parse(output, tool=PROBE_TOOLS.get(name))
-    except (adapters.AdapterError, ValueError, TypeError):
-        return {}
-    return _host_fact(name, parsed)
-
-
-def _host_fact(name: str, parsed: dict) -> dict:
-    if name == "vllm_version":
-        return {"vllm_version": parsed.get("version")}
-    if name == "meminfo":
-        return {"host_memory_bytes": parsed.get("mem_total_bytes")}
-    if name == "disk":
-        mounts = parsed.get("mounts") or [{}]
-        return {"free_disk_bytes": mounts[-1].get("available_bytes")}
-    if name == "kernel":
-        return {"kernel": parsed.get("kernel_release")}
-    if name == "rocm_version":
-        return {"rocm_version": parsed.get("version")}
-    return {}
-
-
-def _tier(document: dict) -> dict:
-    capacity = document.get("capacity_gib")
-    return {
-        "present": bool(document.get("present")),
-        "capacity_gib": float(capacity) if capacity is not None else None,
-    }
 
 
 def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -334,21 +299,6 @@ def _collect_bench(ctx: StepContext, step: dict, run_dir: str, before: dict) -> 
     )
 
 
-def server_facts(first: dict, last: dict) -> dict:
-    """What the server's /metrics prove about one benchmark: the arm it ran and its hits."""
-    delta = adapters.metrics_delta(first, last)
-    config = last.get("cache_config") or {}
-    offload_size = config.get("kv_offloading_size")
-    return {
-        "prefix_caching": config.get("enable_prefix_caching"),
-        "offload_enabled": None if "kv_offloading_size" not in config else bool(offload_size),
-        "external_hit_rate": delta["external_prefix_cache_hit_rate"],
-        "prefix_cache_hit_rate": delta["prefix_cache_hit_rate"],
-        # Two scrapes cannot see the peak; the bench's own max_concurrency is checked instead.
-        "peak_running": None,
-    }
-
-
 # Blocks on the host until the detached process writes its exit code, or $2 tenths of a
 # second pass. A constant script: the run directory arrives as an argument, never as code.
 WAIT_SCRIPT = (
@@ -381,10 +331,6 @@ def _workload_values(workload: dict) -> dict:
 
 def _probe_values(ctx: StepContext) -> dict:
     return {**ctx.values, "run_dir": ctx.run_dir}
-
-
-def _probe_tool(name: str) -> str:
-    return "gpu-inventory" if name.startswith("gpu_") else PROBE_TOOLS.get(name, name)
 
 
 def _healthy(ctx: StepContext) -> bool:

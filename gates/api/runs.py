@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.errors import ServiceError
 from gates.models import Gate, Host, Measurement, Run, SoakSample
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
@@ -52,7 +53,17 @@ class GateRunsApi(APIView):
         class Meta:
             ref_name = "RunStart"
 
-        host = serializers.SlugField(help_text="The name of one of the customer's hosts.")
+        host = serializers.SlugField(
+            required=False, help_text="The name of one of the customer's hosts to drive."
+        )
+        upload = serializers.BooleanField(
+            default=False, help_text="An air-gapped run: results are uploaded to /results/."
+        )
+
+        def validate(self, data: dict) -> dict:
+            if bool(data.get("host")) == data["upload"]:
+                raise serializers.ValidationError({"host": "give a host, or upload: true"})
+            return data
 
     @extend_schema(responses=RunSerializer(many=True))
     def get(self, request, pk: int):
@@ -66,22 +77,25 @@ class GateRunsApi(APIView):
         gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        host = Host.objects.filter(
-            organization_id=gate.engagement.organization_id, name=data.validated_data["host"]
-        ).first()
-        if host is None:
-            return Response(
-                {
-                    "error": "not_found",
-                    "detail": "no such host in this engagement's organization",
-                    "field": "host",
-                },
-                status=400,
-            )
+        host, source = None, Run.Source.UPLOAD
+        if not data.validated_data["upload"]:
+            host, source = self._host(gate, data.validated_data["host"]), Run.Source.REMOTE
         run = services.run_create(
-            actor=services.Actor.from_request(request), viewer=viewer, gate=gate, host=host
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            gate=gate,
+            host=host,
+            source=source,
         )
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    def _host(self, gate: Gate, name: str) -> Host:
+        host = Host.objects.filter(
+            organization_id=gate.engagement.organization_id, name=name
+        ).first()
+        if host is None:
+            raise ServiceError("no such host in this engagement's organization", field="host")
+        return host
 
 
 class RunDetailApi(APIView):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.api import engagements, hosts, planner, runs, schema  # noqa: F401 (schema: auth scheme)
+from gates.api import engagements, hosts, planner, runs, schema, uploads  # noqa: F401 (schema: auth scheme)
 
 app_name = "api"
 
@@ -19,6 +19,8 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="run-cancel"),
     path("runs/<int:pk>/measurements/", runs.RunMeasurementsApi.as_view(), name="run-measurements"),
     path("runs/<int:pk>/samples/", runs.RunSamplesApi.as_view(), name="run-samples"),
+    path("runs/<int:pk>/results/", uploads.RunResultsApi.as_view(), name="run-results"),
+    path("runs/<int:pk>/decide/", uploads.RunDecideApi.as_view(), name="run-decide"),
     path("hosts/", hosts.HostListApi.as_view(), name="host-list"),
     path("hosts/<int:pk>/", hosts.HostDetailApi.as_view(), name="host-detail"),
     path("planner/", planner.PlannerApi.as_view(), name="planner"),

@@ -39,6 +39,7 @@ from gates.services.runs import (
     runs_to_redispatch,
 )
 from gates.services.tokens import api_token_create, api_token_revoke
+from gates.services.uploads import run_upload_decide, run_upload_record
 
 __all__ = [
     "Actor",
@@ -79,6 +80,8 @@ __all__ = [
     "run_heartbeat",
     "run_mark_canceled",
     "run_mark_dispatched",
+    "run_upload_decide",
+    "run_upload_record",
     "runs_stale",
     "runs_to_redispatch",
 ]

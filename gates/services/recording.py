@@ -17,14 +17,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gates import decisions
 from gates.errors import ServiceError
 from gates.models import Artifact, Measurement, Run, RunStep
-from gates.services.runs import (
-    decision_record,
-    run_assert_lease,
-    run_mark_canceled,
-)
+from gates.services.evaluation import Evaluation, run_evaluate
+from gates.services.runs import run_assert_lease, run_mark_canceled
 
 MAX_STEP_DELIVERIES = 5
 
@@ -49,16 +45,6 @@ class PoisonStepError(ServiceError):
 
     code = "poison_step"
     status = 500
-
-
-@dataclass
-class Evaluation:
-    """The engine's answer: a decision was recorded, or `more` repetitions from `first`."""
-
-    decided: bool
-    verdict: str | None = None
-    more: int = 0
-    first: int = 0
 
 
 @dataclass
@@ -220,83 +206,4 @@ class RunSession:
 
     # --- evaluation ----------------------------------------------------------------------
     def evaluate(self, context: dict | None = None) -> Evaluation:
-        """Ask the decision engine; record its decision, or say how many repetitions more."""
-        kind = self.spec["gate"]
-        if kind == "G3":
-            result = decisions.decide_g3(self.spec, self.g3_measurements(), context or {})
-            plan = result["plan"]
-            if plan["action"] == "run" and plan.get("more", 0) > 0:
-                seen = max(result["inputs"]["repetitions_seen"], default=0)
-                return Evaluation(decided=False, more=plan["more"], first=seen + 1)
-        elif kind == "G1":
-            result = decisions.decide_g1(self.spec, self.g1_facts())
-        else:
-            result = decisions.decide_g2(self.spec, self.g2_observed())
-        decision = decision_record(run_id=self.run.pk, result=result)
-        return Evaluation(decided=True, verdict=decision.verdict if decision else None)
-
-    def g3_measurements(self) -> list[dict]:
-        return [
-            {
-                "arm": m.arm,
-                "tier": m.tier,
-                "repetition": m.repetition,
-                "metrics": m.metrics,
-                "server": m.server,
-            }
-            for m in self.run.measurements.order_by("repetition", "tier", "arm")
-        ]
-
-    def g1_facts(self) -> dict:
-        facts: dict = {}
-        for detail in self.run.steps.values_list("detail", flat=True):
-            for name, value in detail.get("facts", {}).items():
-                if value is not None and facts.get(name) is None:
-                    facts[name] = value
-        inventory = facts.get("gpu_inventory")
-        if inventory and not inventory.get("rocm_version") and facts.get("rocm_version"):
-            facts["gpu_inventory"] = {**inventory, "rocm_version": facts["rocm_version"]}
-        facts.pop("rocm_version", None)
-        return facts
-
-    def g2_observed(self) -> dict:
-        steps = {row.detail["step"]["name"]: row.detail for row in self.run.steps.all()}
-        serve = next(
-            (
-                d
-                for d in steps.values()
-                if d["step"]["kind"] == "serve" and d["step"]["arm_kind"] == "offload"
-            ),
-            {},
-        )
-        healthy_after = serve.get("progress", {}).get("healthy_after_s")
-        answers = {}
-        for detail in steps.values():
-            answers.update(detail.get("facts", {}))
-        reference, offload = answers.get("answers_resident", []), answers.get("answers_offload", [])
-        hit = self.run.measurements.filter(arm="offload_hit").first()
-        return {
-            "health": {"healthy": healthy_after is not None, "seconds": healthy_after},
-            "equivalence": [
-                {
-                    "prompt": i,
-                    "reference": reference[i] if i < len(reference) else None,
-                    "offload": offload[i] if i < len(offload) else None,
-                }
-                for i in range(len(self.spec["equivalence"]["prompts"]))
-            ],
-            "external_hit_rate": (hit.server or {}).get("external_hit_rate") if hit else None,
-            "aa_pairs": self._aa_pairs(),
-        }
-
-    def _aa_pairs(self) -> list[dict]:
-        rows = {
-            (m.arm, m.repetition): m.metrics
-            for m in self.run.measurements.filter(arm__in=("aa_a", "aa_b"))
-        }
-        repetitions = sorted({r for _, r in rows})
-        return [
-            {"repetition": r, "a": rows[("aa_a", r)], "b": rows[("aa_b", r)]}
-            for r in repetitions
-            if ("aa_a", r) in rows and ("aa_b", r) in rows
-        ]
+        return run_evaluate(self.run, context)

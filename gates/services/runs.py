@@ -42,6 +42,7 @@ def run_create(
         _check_can_start(gate, host, source)
         spec = gate.current_spec
         attempt = (gate.runs.aggregate(top=Max("attempt"))["top"] or 0) + 1
+        uploaded = source == Run.Source.UPLOAD
         run = Run.objects.create(
             gate=gate,
             spec=spec,
@@ -49,6 +50,9 @@ def run_create(
             attempt=attempt,
             source=source,
             requested_by=actor.user,
+            # A person uploads results over days: no worker claims it, so it starts running.
+            state=Run.State.RUNNING if uploaded else Run.State.QUEUED,
+            started_at=timezone.now() if uploaded else None,
         )
         if spec.frozen_at is None:
             spec.frozen_at = timezone.now()
@@ -281,9 +285,9 @@ def runs_stale(*, older_than_s: int) -> list[int]:
     """Active runs whose last sign of life is older than the limit (never-heartbeated too)."""
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
     last_seen = Coalesce("heartbeat_at", "started_at", "created_at")
-    stale = (
-        Run.objects.filter(state=Run.State.RUNNING).alias(seen=last_seen).filter(seen__lt=cutoff)
-    )
+    # Uploaded runs wait on a person, not a worker: they never go stale.
+    driven = Run.objects.filter(state=Run.State.RUNNING, source=Run.Source.REMOTE)
+    stale = driven.alias(seen=last_seen).filter(seen__lt=cutoff)
     return list(stale.values_list("id", flat=True))
 
 
