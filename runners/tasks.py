@@ -20,7 +20,7 @@ from gates.models import Run, ServiceHeartbeat
 from runners import driver
 from runners.errors import RunnerError
 from runners.steps import StepContext
-from runners.transport import LocalTransport, SshTarget, Transport, open_transport
+from runners.transport import LocalTransport, Transport, open_transport, target_from
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +78,7 @@ def _fail(session, outcome: str, reason: str) -> None:
 def _transport(connection: dict) -> Transport:
     if connection["transport"] == "local":
         return LocalTransport(connection["name"])
-    fields = {k: v for k, v in connection.items() if k != "transport"}
-    return open_transport(SshTarget(**fields))
+    return open_transport(target_from(connection))
 
 
 def _context(plan: dict, transport: Transport, scratch: Path) -> StepContext:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.errors import NotAllowedError
+from gates.errors import NotAllowedError, ServiceError
 from gates.models import Host, Organization, Profile
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
+from runners.errors import RunnerError
+from runners.transport import check_connection, scan_host_key, target_from
+
+# Onboarding calls run inside the request: short timeouts keep a dead host from holding it.
+SCAN_TIMEOUT_S = 5.0
+CHECK_TIMEOUT_S = 5.0
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -101,3 +107,93 @@ class HostDetailApi(APIView):
     def get(self, request, pk: int):
         viewer = _require_host_rights(request)
         return Response(HostSerializer(get_visible_or_404(Host, viewer, pk=pk)).data)
+
+
+class HostScanApi(APIView):
+    """Step 1 of onboarding: read the key a host presents, for a person to confirm."""
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "HostScan"
+
+        address = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9.:-]{0,252}$")
+        port = serializers.IntegerField(min_value=1, max_value=65535, default=22)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses=inline_serializer(
+            "HostScanResult",
+            {"host_key": serializers.CharField(), "fingerprint": serializers.CharField()},
+        ),
+    )
+    def post(self, request):
+        _require_host_rights(request)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            key_line, fingerprint = scan_host_key(
+                data.validated_data["address"], data.validated_data["port"], timeout=SCAN_TIMEOUT_S
+            )
+        except RunnerError as error:
+            raise ServiceError(str(error), field="address", code="unreachable") from error
+        return Response(
+            {
+                "host_key": key_line,
+                "fingerprint": fingerprint,
+                "next": "confirm the fingerprint with the host's owner, then pin "
+                "host_key when registering the host",
+            }
+        )
+
+
+class HostCheckApi(APIView):
+    """Step 3 of onboarding: reachable, key, authentication, python3, the profile's tools."""
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer(
+            "HostCheckResult",
+            {
+                "ok": serializers.BooleanField(),
+                "checks": serializers.ListField(child=serializers.DictField()),
+            },
+        ),
+    )
+    def post(self, request, pk: int):
+        viewer = _require_host_rights(request)
+        host = get_visible_or_404(Host.objects.select_related("profile"), viewer, pk=pk)
+        if host.transport != Host.Transport.SSH:
+            return Response(
+                {
+                    "ok": True,
+                    "checks": [
+                        {
+                            "name": "local",
+                            "ok": True,
+                            "message": "runs on the service's own machine",
+                        }
+                    ],
+                }
+            )
+        target = target_from(
+            services.host_connection(host),
+            connect_timeout=CHECK_TIMEOUT_S,
+            banner_timeout=CHECK_TIMEOUT_S,
+            auth_timeout=CHECK_TIMEOUT_S,
+        )
+        report = check_connection(target, required_tools=host.profile.required_tools)
+        services.audit_record(
+            actor=services.Actor.from_request(request),
+            action="host.check",
+            target=host,
+            organization_id=host.organization_id,
+            detail={"ok": report.ok},
+        )
+        return Response(
+            {
+                "ok": report.ok,
+                "checks": [
+                    {"name": c.name, "ok": c.ok, "message": c.message} for c in report.checks
+                ],
+            }
+        )

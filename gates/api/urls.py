@@ -22,6 +22,8 @@ urlpatterns = [
     path("runs/<int:pk>/results/", uploads.RunResultsApi.as_view(), name="run-results"),
     path("runs/<int:pk>/decide/", uploads.RunDecideApi.as_view(), name="run-decide"),
     path("hosts/", hosts.HostListApi.as_view(), name="host-list"),
+    path("hosts/scan/", hosts.HostScanApi.as_view(), name="host-scan"),
     path("hosts/<int:pk>/", hosts.HostDetailApi.as_view(), name="host-detail"),
+    path("hosts/<int:pk>/check/", hosts.HostCheckApi.as_view(), name="host-check"),
     path("planner/", planner.PlannerApi.as_view(), name="planner"),
 ]

@@ -217,6 +217,12 @@ class Transport(Protocol):
     def cleanup(self, run_dir: str) -> None: ...
 
 
+def target_from(connection: Mapping[str, object], **timeouts: float) -> SshTarget:
+    """An SshTarget from the plain connection dict the Django side hands over."""
+    fields = {k: v for k, v in connection.items() if k != "transport"}
+    return SshTarget(**fields, **timeouts)
+
+
 # The implementations import the types above from this package, so they come last.
 from runners.transport.local import LocalTransport  # noqa: E402
 from runners.transport.onboarding import check_connection  # noqa: E402
@@ -235,4 +241,5 @@ __all__ = [
     "check_connection",
     "open_transport",
     "scan_host_key",
+    "target_from",
 ]
