@@ -32,6 +32,9 @@ PROBE_TOOLS = {
     "rocm_version": "rocm-version",
 }
 SHORT_COMMAND_S = 60
+# The live log takes at most this much of a bench's output per poll.
+LIVE_LOG_BYTES = 16 * 1024
+LIVE_LOG_LINES = 60
 LOG_TAIL_BYTES = 2000
 
 
@@ -171,8 +174,24 @@ def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
             log=f"{step['name']}: launched\n",
         )
     if not _bench_finished(ctx, step, run_dir, detail):
+        return _new_output(ctx, step, run_dir, detail)
+    collected = _collect_bench(ctx, step, run_dir, detail["metrics_before"])
+    collected.log = _new_output(ctx, step, run_dir, detail).log + collected.log
+    return collected
+
+
+def _new_output(ctx: StepContext, step: dict, run_dir: str, detail: dict) -> StepProgress:
+    """The bench's new output lines for the live log, read from where the last poll stopped
+    (bounded per poll, whole lines only); nothing to record when there are none."""
+    offset = detail.get("stdout_offset", 0)
+    data, after = ctx.transport.read_from(
+        f"{run_dir}/stdout.log", offset, max_bytes=LIVE_LOG_BYTES, whole_lines=True
+    )
+    if after == offset:
         return StepProgress(False, waiting_on=run_dir)
-    return _collect_bench(ctx, step, run_dir, detail["metrics_before"])
+    lines = data.decode("utf-8", "replace").splitlines()
+    log = "".join(f"  {step['name']} | {line[:300]}\n" for line in lines[-LIVE_LOG_LINES:])
+    return StepProgress(False, {"stdout_offset": after}, log=log, waiting_on=run_dir)
 
 
 def _warmup(step: dict, detail: dict, ctx: StepContext) -> StepProgress:

@@ -118,6 +118,8 @@ def test_g3_measurements_keep_their_raw_files_with_digests(
     offload = measurements.filter(arm="offload").first()
     assert offload.server["external_hit_rate"] > 0.2
     assert Artifact.objects.filter(run=run, tool="vllm-metrics").count() >= 12
+    # The live log carries each bench's own output lines, bounded.
+    assert "| Successful requests:" in run.log and len(run.log) <= 64 * 1024, run.log[:3000]
 
 
 def test_offload_that_does_not_help_fails_g3_then_opens_stop_loss(
