@@ -67,12 +67,27 @@ async def _arrivals(count: int, rate: float, burstiness: float, rng: random.Rand
             await asyncio.sleep(rng.gammavariate(burstiness, 1.0 / (rate * burstiness)))
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """The measured phase of a bench run, before it becomes a result file."""
+
+    settings: BenchSettings  # with the model filled in
+    requests: List[PendingOutcome]  # finished: their outcomes are final
+    duration: float
+    num_prompts: int
+
+    @property
+    def outcomes(self) -> List[RequestOutcome]:
+        return [request.outcome for request in self.requests]
+
+
 async def run_phase(
     client: HttpClient,
     settings: BenchSettings,
     samples: Sequence[PreparedRequest],
     rate: float,
-) -> List[RequestOutcome]:
+) -> List[PendingOutcome]:
+    """Send the samples at `rate` under the concurrency cap; call finish() on the results."""
     limit = asyncio.Semaphore(settings.max_concurrency) if settings.max_concurrency else None
     rng = random.Random(settings.dataset.seed)  # noqa: S311 - arrival times, not secrets
 
@@ -85,7 +100,7 @@ async def run_phase(
     tasks = []
     async for index in _arrivals(len(samples), rate, settings.burstiness, rng):
         tasks.append(asyncio.ensure_future(one(samples[index])))
-    return [pending.finish() for pending in await asyncio.gather(*tasks)]
+    return list(await asyncio.gather(*tasks))
 
 
 async def _server_kv_tokens(client: HttpClient, base_url: str) -> int:
@@ -146,7 +161,8 @@ async def _with_model(client: HttpClient, settings: BenchSettings) -> BenchSetti
     return replace(settings, endpoint=endpoint, tokenizer_id=settings.tokenizer_id or name)
 
 
-async def run_bench(settings: BenchSettings) -> Dict[str, Any]:
+async def measure(settings: BenchSettings) -> Measurement:
+    """Wait for the server, run the unmeasured phases, then time the measured requests."""
     client = HttpClient(settings.endpoint.base_url, settings.request_timeout_s)
     try:
         if settings.ready_check_timeout_s > 0:
@@ -164,18 +180,29 @@ async def run_bench(settings: BenchSettings) -> Dict[str, Any]:
         gc.collect()
         gc.freeze()  # the prompts live until the end: keep collector passes short while timing
         started = time.perf_counter()
-        outcomes = await run_phase(client, settings, measured, settings.request_rate)
-        duration = time.perf_counter() - started
+        requests = await run_phase(client, settings, measured, settings.request_rate)
+        duration = time.perf_counter() - started  # events are parsed after the clock stops
     finally:
         client.close()
+    for request in requests:
+        request.finish()
+    return Measurement(settings, requests, duration, len(workload.measured))
+
+
+def result_of(measurement: Measurement) -> Dict[str, Any]:
+    settings = measurement.settings
     return build_result(
-        _metadata(settings, len(workload.measured)),
-        outcomes,
-        duration,
+        _metadata(settings, measurement.num_prompts),
+        measurement.outcomes,
+        measurement.duration,
         settings.percentile_metrics,
         settings.metric_percentiles,
         settings.save_detailed,
     )
+
+
+async def run_bench(settings: BenchSettings) -> Dict[str, Any]:
+    return result_of(await measure(settings))
 
 
 def _metadata(settings: BenchSettings, num_prompts: int) -> Dict[str, Any]:

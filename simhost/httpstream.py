@@ -1,9 +1,10 @@
-"""A small HTTP/1.1 client on asyncio protocols, for the bench's timed requests.
+"""A small HTTP/1.1 client on asyncio, for the bench's timed requests.
 
 Why not aiohttp here: the bench must add little to the TTFT it measures. This client writes a
-request in one call right after the start stamp and stamps each body piece in data_received,
-with no task switch in between. Keep-alive pool, chunked and Content-Length bodies, timeouts.
-Standard library only; the response parser is pure and tested on arbitrary splits.
+request in one call right after the start stamp, and stamps each body piece with the time the
+kernel received it (plain HTTP on Linux) or, elsewhere, in data_received. Keep-alive pool,
+chunked and Content-Length bodies, timeouts. Standard library and simhost.kernelstamps only;
+the response parser is pure and tested on arbitrary splits.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import ssl
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
+
+from simhost import kernelstamps
 
 BodyCallback = Callable[[bytes, float], None]
 
@@ -158,23 +161,33 @@ class ResponseParser:
             self.done = True
 
 
-class _Connection(asyncio.Protocol):
+_RECV_SIZE = 256 * 1024
+
+
+class _Exchange:
+    """The request in flight on one keep-alive connection, whatever carries its bytes."""
+
     def __init__(self) -> None:
-        self.transport: Optional[asyncio.Transport] = None
         self.parser: Optional[ResponseParser] = None
         self.finished: Optional[asyncio.Future] = None
         self.closed = False
+        self.sent = 0.0
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.transport = transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def start(self, parser: ResponseParser, data: bytes) -> None:
+        self.parser = parser
+        self.finished = asyncio.get_running_loop().create_future()
+        self.sent = time.perf_counter()
+        self.send(data)
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter()
+    def send(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def received(self, data: bytes, now: float) -> None:
         if self.parser is None or self.finished is None or self.finished.done():
-            self.transport.close()  # bytes nobody asked for: do not reuse this connection
+            self.close()  # bytes nobody asked for: do not reuse this connection
             return
         try:
             self.parser.feed(data, now)
@@ -184,7 +197,7 @@ class _Connection(asyncio.Protocol):
         if self.parser.done:
             self.finished.set_result(None)
 
-    def connection_lost(self, exc: Optional[Exception]) -> None:
+    def lost(self) -> None:
         self.closed = True
         if self.finished is not None and not self.finished.done():
             if self.parser is not None:
@@ -195,10 +208,111 @@ class _Connection(asyncio.Protocol):
                 self.finished.set_exception(HttpError("connection closed before the answer ended"))
 
 
-class HttpClient:
-    """Keep-alive connections to one origin, one request per connection at a time."""
+class _ProtocolConnection(_Exchange, asyncio.Protocol):
+    """Over an asyncio transport (TLS, or no kernel stamps): pieces stamped in data_received."""
 
-    def __init__(self, base_url: str, timeout: float) -> None:
+    def __init__(self) -> None:
+        super().__init__()
+        self.transport: Optional[asyncio.Transport] = None
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.received(data, time.perf_counter())
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.lost()
+
+    def send(self, data: bytes) -> None:
+        self.transport.write(data)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+class _SocketConnection(_Exchange):
+    """A bare non-blocking socket read with recvmsg, so each piece carries the kernel's receive
+    time: a stream's first chunk is stamped when it reached this host, not when the event loop
+    got round to it (at c=64 the loop wakes once for a burst of ~60 chunks)."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self.sock = sock
+        self.loop = loop
+        self._unsent = b""
+        kernelstamps.enable(sock)
+        loop.add_reader(sock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data, now = kernelstamps.read_stamped(self.sock, _RECV_SIZE, self.sent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data, now = b"", 0.0
+        if not data:
+            self.close()
+            self.lost()
+            return
+        self.received(data, now)
+
+    def send(self, data: bytes) -> None:
+        if not self._unsent:
+            try:
+                data = data[self.sock.send(data) :]
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                self.close()
+                self.lost()
+                return
+            if data:
+                self.loop.add_writer(self.sock.fileno(), self._writable)
+        self._unsent += data
+
+    def _writable(self) -> None:
+        unsent, self._unsent = self._unsent, b""
+        self.loop.remove_writer(self.sock.fileno())
+        self.send(unsent)
+
+    def close(self) -> None:
+        if self.sock.fileno() >= 0:
+            self.loop.remove_reader(self.sock.fileno())
+            self.loop.remove_writer(self.sock.fileno())
+            self.sock.close()
+        self.closed = True
+
+
+async def _open_socket(host: str, port: int) -> _SocketConnection:
+    loop = asyncio.get_running_loop()
+    problem: Optional[OSError] = None
+    for family, kind, proto, _, address in await loop.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM
+    ):
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.sock_connect(sock, address)
+        except OSError as error:
+            sock.close()
+            problem = error
+            continue
+        return _SocketConnection(sock, loop)
+    raise problem or HttpError("{} did not resolve".format(host))
+
+
+class HttpClient:
+    """Keep-alive connections to one origin, one request per connection at a time.
+
+    Plain HTTP on Linux reads bare sockets with kernel receive stamps; TLS, other systems, or
+    `kernel_stamps=False` use asyncio transports and stamp pieces in data_received."""
+
+    def __init__(self, base_url: str, timeout: float, kernel_stamps: bool = True) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise HttpError("not an http(s) URL: {}".format(base_url))
@@ -207,16 +321,19 @@ class HttpClient:
         self.prefix = parts.path.rstrip("/")
         self.ssl = ssl.create_default_context() if parts.scheme == "https" else None
         self.timeout = timeout
-        self._idle: List[_Connection] = []
+        self.kernel_stamps = kernel_stamps and kernelstamps.SUPPORTED and self.ssl is None
+        self._idle: List[_Exchange] = []
 
-    async def _connection(self) -> _Connection:
+    async def _connection(self) -> _Exchange:
         while self._idle:
             connection = self._idle.pop()
             if not connection.closed:
                 return connection
+        if self.kernel_stamps:
+            return await _open_socket(self.host, self.port)
         loop = asyncio.get_running_loop()
         _, connection = await loop.create_connection(
-            _Connection, self.host, self.port, ssl=self.ssl
+            _ProtocolConnection, self.host, self.port, ssl=self.ssl
         )
         return connection
 
@@ -242,24 +359,23 @@ class HttpClient:
         collected: List[bytes] = []
         sink = on_body or (lambda piece, now: collected.append(piece))
         connection = await self._connection()
-        connection.parser = ResponseParser(sink, on_status)
-        connection.finished = asyncio.get_running_loop().create_future()
-        connection.transport.write(self._head(method, path, headers or {}, len(body)) + body)
+        head = self._head(method, path, headers or {}, len(body))
+        connection.start(ResponseParser(sink, on_status), head + body)
         try:
             await asyncio.wait_for(asyncio.shield(connection.finished), self.timeout)
         except BaseException:
             connection.finished.cancel()  # nobody will read an error the close would set
-            connection.transport.close()
+            connection.close()
             raise
         status = connection.parser.status
         if connection.parser.keep_alive and not connection.closed:
             connection.parser = None
             self._idle.append(connection)
         else:
-            connection.transport.close()
+            connection.close()
         return status, b"".join(collected)
 
     def close(self) -> None:
         for connection in self._idle:
-            connection.transport.close()
+            connection.close()
         self._idle = []

@@ -74,6 +74,8 @@ class _EventReader:
         self.parts: List[str] = []
         self.last = outcome.start_time
         self.done = False
+        self.user_ttft: Optional[float] = None
+        self.timing: Dict[str, float] = {}
         self._buffer = b""
         self._events: List[tuple] = []
 
@@ -81,16 +83,19 @@ class _EventReader:
         self._buffer += piece
         if b"\n\n" not in self._buffer:
             return
+        # `now` is the kernel's receive time where there is one; `read` is when the event
+        # loop handed the piece over, kept for the overhead benchmark's comparison
+        read = time.perf_counter()
         *events, self._buffer = self._buffer.split(b"\n\n")
-        self._events.extend((now, event) for event in events)
+        self._events.extend((now, read, event) for event in events)
 
     def finish(self) -> None:
-        for now, event in self._events:
+        for now, read, event in self._events:
             for line in event.split(b"\n"):
                 if line.startswith(b"data:"):
-                    self.event(line[5:].strip(), now)
+                    self.event(line[5:].strip(), now, read)
 
-    def event(self, data: bytes, now: float) -> None:
+    def event(self, data: bytes, now: float, read: float) -> None:
         if data == b"[DONE]":
             self.done = True
             return
@@ -100,18 +105,19 @@ class _EventReader:
             choice = choices[0]
             text = (choice.get("delta") or {}).get("content") if self.chat else choice.get("text")
             if text:
-                self._text(text, now)
+                self._text(text, now, read)
         if message.get("usage"):
             self.outcome.output_tokens = message["usage"].get("completion_tokens", 0)
         if "simhost" in message:
-            timing = message["simhost"]
-            self.outcome.server_ttft = timing.get("server_ttft_s")
-            self.outcome.server_arrival = timing.get("arrival_s")
-            self.outcome.server_first_sent = timing.get("first_token_s")
+            self.timing = message["simhost"]
+            self.outcome.server_ttft = self.timing.get("server_ttft_s")
+            self.outcome.server_arrival = self.timing.get("arrival_s")
+            self.outcome.server_first_sent = self.timing.get("first_token_s")
 
-    def _text(self, text: str, now: float) -> None:
+    def _text(self, text: str, now: float, read: float) -> None:
         if not self.parts:
             self.outcome.ttft = now - self.outcome.start_time
+            self.user_ttft = read - self.outcome.start_time
         else:
             self.outcome.itl.append(now - self.last)
         self.last = now
@@ -127,6 +133,16 @@ class PendingOutcome:
         self.reader = reader
         self.status = 0
         self.error_body: List[bytes] = []
+
+    @property
+    def user_ttft(self) -> Optional[float]:
+        """After finish(): the TTFT from a user-space stamp, when the loop read the bytes."""
+        return self.reader.user_ttft
+
+    @property
+    def timing(self) -> Dict[str, float]:
+        """After finish(): simhost's X-Simhost-Timing event ({} from other servers)."""
+        return self.reader.timing
 
     def on_status(self, status: int) -> None:
         self.status = status

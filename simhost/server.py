@@ -22,6 +22,7 @@ from aiohttp import web
 from simhost.engine import Engine, EngineConfig, EngineRequest
 from simhost.faults import CRASH_EXIT_STATUS, FaultConfig, FaultDice
 from simhost.hostconfig import HostConfig
+from simhost.kernelstamps import StampedConnection, listen
 from simhost.metrics import ServerMetrics, cache_config_labels
 from simhost.protocol import ApiError, check_context, parse_chat, parse_completion, parse_json_body
 from simhost.runtime import EngineLoop, LiveRequest, StepObserver
@@ -31,6 +32,7 @@ from simhost.textgen import OutputText, block_hashes, prompt_seed, tokenize
 
 STATE_INTERVAL_S = 0.5
 ARRIVAL_KEY = "simhost_arrival"
+RECEIVED_KEY = "simhost_received"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -94,6 +96,17 @@ class SimServer:
         )
         self._busy_mark = (time.monotonic(), 0.0)
         self.utilization = 0.0
+        self.connections: Dict[int, StampedConnection] = {}  # by fd, filled by the listeners
+
+    def received_at(self, request: web.Request, now: float) -> float:
+        """When the kernel received the request's bytes (the last read before its handler
+        started), so time the request waited for a busy event loop counts as server time."""
+        transport = request.transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        connection = self.connections.get(sock.fileno()) if sock is not None else None
+        if connection is None or connection.received_at is None:
+            return now
+        return min(connection.received_at, now)
 
     def fault_hours(self) -> float:
         elapsed = time.monotonic() - self.started
@@ -159,7 +172,9 @@ def _middleware(server: SimServer):
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        request[ARRIVAL_KEY] = asyncio.get_running_loop().time()  # server TTFT starts here
+        now = asyncio.get_running_loop().time()
+        request[ARRIVAL_KEY] = now  # /metrics' TTFT starts here, after HTTP parsing, as vLLM's
+        request[RECEIVED_KEY] = server.received_at(request, now)  # the X-Simhost-Timing TTFT's
         # Let requests that arrived together all take their arrival time before any of them
         # parses a long prompt, so the intake queue counts as server time, not client time.
         await asyncio.sleep(0)
@@ -198,7 +213,8 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
     lives = [_start(server, prompt, generation, arrival) for prompt in generation.prompts]
     try:
         if generation.stream:
-            response = await respond_stream(request, generation, lives[0], server)
+            received = request[RECEIVED_KEY]
+            response = await respond_stream(request, generation, lives[0], received)
         else:
             response = await respond_json(generation, lives, server)
     finally:
@@ -300,8 +316,8 @@ async def serve_forever(settings: ServeSettings) -> int:
     server = SimServer(settings)
     runner = web.AppRunner(build_app(server), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port, backlog=2048)
-    await site.start()
+    for listener in listen(settings.host, settings.port, 2048, server.connections):
+        await web.SockSite(runner, listener, backlog=2048).start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -285,3 +286,33 @@ def test_every_vllm_series_and_cache_label_exists_in_a_real_vllm_scrape(server):
         assert ours[name].type == real[name].type, name
     real_labels = set(real["vllm:cache_config_info"].samples[0].labels)
     assert set(ours["vllm:cache_config_info"].samples[0].labels) <= real_labels
+
+
+def _timing_event(stream: bytes) -> dict:
+    (line,) = [line for line in stream.split(b"\n") if b'"simhost"' in line]
+    return json.loads(line[len(b"data: ") :])["simhost"]
+
+
+def test_time_a_request_waits_for_a_stalled_server_counts_as_server_time(serve):
+    server = serve("--time-scale", "0.05")
+    body = json.dumps({"prompt": "hello there", "max_tokens": 2, "stream": True}).encode()
+    head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Simhost-Timing: 1\r\n"
+    head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # accepted before the stall
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            sock.sendall(head.encode() + body)  # the kernel queues it; the server cannot read
+            time.sleep(0.2)  # the stall under test
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        stream = b""
+        while b"data: [DONE]" not in stream:
+            piece = sock.recv(65536)
+            assert piece, "the server closed the stream early"
+            stream += piece
+    timing = _timing_event(stream)
+    assert timing["handler_s"] - timing["arrival_s"] >= 0.15
+    ttft = timing["first_token_s"] - timing["arrival_s"]
+    assert timing["server_ttft_s"] == pytest.approx(ttft)
