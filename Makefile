@@ -31,6 +31,9 @@ services:
 	bin/ensure-services
 
 test: $(VENV)/.installed-test .env system-packages services
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
 
 lint: $(VENV)/.installed-test

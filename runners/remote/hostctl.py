@@ -77,13 +77,24 @@ def tier():
             name, _, rest = line.partition(":")
             fields[name] = int(rest.split()[0]) * 1024
     capacity = fields.get("MemAvailable", fields.get("MemTotal", 0))
-    print(json.dumps({"present": capacity > 0, "kind": "cpu-dram",
-                      "capacity_gib": round(capacity / 2**30, 2)}))
+    print(
+        json.dumps(
+            {
+                "present": capacity > 0,
+                "kind": "cpu-dram",
+                "capacity_gib": round(capacity / 2**30, 2),
+            }
+        )
+    )
     return 0
 
 
-COMMANDS = {"health": (health, 1), "metrics": (metrics, 1), "complete": (complete, 4),
-            "tier": (tier, 0)}
+COMMANDS = {
+    "health": (health, 1),
+    "metrics": (metrics, 1),
+    "complete": (complete, 4),
+    "tier": (tier, 0),
+}
 
 
 def main(argv):
