@@ -85,8 +85,9 @@ def _unit(value: float, unit: str) -> Dict[str, object]:
 
 
 def _amd_metric(host: HostConfig, index: int, live: GpuLive) -> Dict[str, object]:
-    total = int(host.gpu_memory_mib * MIB / 1e6)
-    used = int(min(live.memory_used_mib * MIB / 1e6, total))
+    # amd-smi labels memory "MB" but divides bytes by 1024 * 1024 (amdsmi's source): MiB.
+    total = int(host.gpu_memory_mib)
+    used = int(min(live.memory_used_mib, total))
     util = round(live.utilization_pct)
     return {
         "gpu": index,
