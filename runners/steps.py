@@ -24,13 +24,6 @@ from runners.plans import WARMUP_PROMPTS
 from runners.transport import Transport
 
 HOSTCTL = Path(__file__).resolve().parent / "remote" / "hostctl.py"
-PROBE_TOOLS = {
-    "vllm_version": "vllm-version",
-    "meminfo": "meminfo",
-    "disk": "df",
-    "kernel": "uname",
-    "rocm_version": "rocm-version",
-}
 SHORT_COMMAND_S = 60
 # The live log takes at most this much of a bench's output per poll.
 LIVE_LOG_BYTES = 16 * 1024

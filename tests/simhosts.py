@@ -10,20 +10,9 @@ import sys
 from pathlib import Path
 
 from gates import specs
+from gates.demo import COLD_RECOVERY
 from gates.models import Host, Organization, Profile
 from simhost.hostconfig import HOST_PRESETS
-
-# The offload-helps scenario's sizes (docs/simhost.md): 4096-token prefixes, 16 sessions.
-COLD_RECOVERY = {
-    "dataset": "cold_recovery",
-    "prefix_len": 4096,
-    "suffix_len": 64,
-    "output_len": 32,
-    "num_prompts": 32,
-    "num_prefixes": 16,
-    "seed": 7,
-}
-SHORT_CHAT = {"dataset": "random", "input_len": 256, "output_len": 32, "num_prompts": 12, "seed": 7}
 
 
 def free_port() -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 from django.urls import reverse
-from playwright.sync_api import BrowserContext, Page, sync_playwright
+from playwright.sync_api import BrowserContext, Page
 
 from gates import services
 from tests.gates.test_charts import synthetic_measurements
@@ -22,17 +22,6 @@ from tests.gates.test_dashboards import (
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-TIMEOUT_MS = 30_000
 RUNNING_REPETITIONS, PLANNED_STEPS = 2, 72
 
 
@@ -45,13 +34,11 @@ class Site:
 
 
 @pytest.fixture
-def site(client, settings, live_server, actor, vendor_viewer, engagement, customer_viewer) -> Site:
-    """A decided G3 gate and, in a second engagement, a G3 run still running. Every database
-    call happens here, before Playwright starts: its greenlets give Django a connection the
-    test database teardown cannot see."""
-    # The live server speaks plain HTTP; production settings mark cookies Secure.
-    settings.SESSION_COOKIE_SECURE = False
-    settings.CSRF_COOKIE_SECURE = False
+def site(
+    session_cookie_for, live_server, actor, vendor_viewer, engagement, customer_viewer
+) -> Site:
+    """A decided G3 gate and, in a second engagement, a G3 run still running (all database
+    work before the browser starts)."""
     decision = record_g3_decision(actor, vendor_viewer, engagement)
     second = services.engagement_create(
         actor=actor, organization=engagement.organization, title="second pilot", model_name="m"
@@ -59,10 +46,8 @@ def site(client, settings, live_server, actor, vendor_viewer, engagement, custom
     running = uploaded_run(actor, vendor_viewer, open_g3(actor, vendor_viewer, second))
     rows = synthetic_measurements(RUNNING_REPETITIONS)
     record_measurements(running, rows, planned=PLANNED_STEPS)
-    client.force_login(customer_viewer)
-    session = client.cookies[settings.SESSION_COOKIE_NAME].value
     return Site(
-        cookie={"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url},
+        cookie=session_cookie_for(customer_viewer),
         gate_url=live_server.url + reverse("gates:gate-detail", args=[decision.gate_id]),
         run_url=live_server.url + reverse("gates:run-detail", args=[running.pk]),
         cells=len(decision.result["clauses"]),
@@ -70,20 +55,9 @@ def site(client, settings, live_server, actor, vendor_viewer, engagement, custom
 
 
 @pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch, site: Site) -> Iterator[BrowserContext]:
-    # Playwright's sync API runs an event loop in this thread; Django must not refuse sync calls.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            context = chromium.new_context()
-            context.set_default_timeout(TIMEOUT_MS)
-            context.add_cookies([site.cookie])
-            yield context
-        finally:
-            chromium.close()
+def browser(chromium_context, site: Site) -> Iterator[BrowserContext]:
+    with chromium_context(site.cookie) as context:
+        yield context
 
 
 def open_page(browser: BrowserContext, url: str) -> tuple[Page, list[str]]:

@@ -6,50 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import BrowserContext, sync_playwright
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-TIMEOUT_MS = 30_000
-
 
 @pytest.fixture
-def session_cookie(client, settings, live_server, customer_viewer) -> dict[str, str]:
-    """A signed-in session for the browser. Every database call happens here, before Playwright
-    starts: its greenlets give Django a connection the test database teardown cannot see."""
-    # The live server speaks plain HTTP; production settings mark cookies Secure.
-    settings.SESSION_COOKIE_SECURE = False
-    settings.CSRF_COOKIE_SECURE = False
-    client.force_login(customer_viewer)
-    session = client.cookies[settings.SESSION_COOKIE_NAME].value
-    return {"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}
-
-
-@pytest.fixture
-def signed_in(monkeypatch: pytest.MonkeyPatch, session_cookie) -> Iterator[BrowserContext]:
-    # Playwright's sync API runs an event loop in this thread; Django must not refuse sync calls.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            context = chromium.new_context()
-            context.set_default_timeout(TIMEOUT_MS)
-            context.add_cookies([session_cookie])
-            yield context
-        finally:
-            chromium.close()
+def signed_in(session_cookie_for, customer_viewer, chromium_context) -> Iterator[BrowserContext]:
+    cookie = session_cookie_for(customer_viewer)
+    with chromium_context(cookie) as context:
+        yield context
 
 
 def test_submitting_the_form_draws_the_heatmap_and_the_recommendation(signed_in, live_server):
