@@ -55,7 +55,8 @@ def alert_enqueue(
     if created:
         from runners.tasks import deliver_alert
 
-        transaction.on_commit(lambda: deliver_alert.delay(alert.pk))
+        # robust: an unreachable broker leaves the outbox row for the beat's delivery sweep.
+        transaction.on_commit(lambda: deliver_alert.delay(alert.pk), robust=True)
     return alert
 
 

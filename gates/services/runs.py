@@ -99,7 +99,9 @@ def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
 def _dispatch_on_commit(run: Run) -> None:
     from runners.tasks import advance_run
 
-    transaction.on_commit(lambda: advance_run.delay(run.pk))
+    # robust: if the broker is down the run is still committed (and the caller told so); the
+    # beat's re-dispatch finds it queued and pokes it once the broker is back.
+    transaction.on_commit(lambda: advance_run.delay(run.pk), robust=True)
 
 
 def run_mark_dispatched(*, run_id: int) -> None:

@@ -201,3 +201,24 @@ def test_the_openapi_schema_is_served(vendor_api):
     assert response.status_code == 200
     paths = response.json()["paths"]
     assert "/api/v1/gates/{id}/runs/" in paths and "/api/v1/runs/{id}/cancel/" in paths
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_is_accepted_and_kept_when_the_broker_is_down(
+    vendor_api, engagement, host, monkeypatch
+):
+    from runners import tasks
+
+    def broker_down(run_id):
+        raise ConnectionRefusedError("redis is down")
+
+    monkeypatch.setattr(tasks.advance_run, "delay", broker_down)
+    gate = engagement.gates.get(kind="G1")
+    response = vendor_api.post(
+        reverse("api:gate-runs", args=[gate.pk]), {"host": host.name}, format="json"
+    )
+    assert response.status_code == 202
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.state == "queued" and run.last_dispatched_at is None
+    # The beat's re-dispatch picks it up: it was never poked.
+    assert run.pk in services.runs_to_redispatch(older_than_s=60)
