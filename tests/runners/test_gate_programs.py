@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 
 from gates import services
+from gates.demo import SHORT_CHAT
 from gates.models import Artifact, Gate, Host, Measurement, Run
 from runners import tasks
 from runners.transport import LocalTransport
-from tests.simhosts import SHORT_CHAT, g1_spec, g2_spec, g3_spec, ssh_simhost
+from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
 from tests.sshd import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -220,3 +221,26 @@ def kill_leftovers(run: Run) -> None:
         path = detail.get("progress", {}).get("run_dir")
         if path:
             local.kill(path, grace=1)
+
+
+def test_the_reaper_ends_a_run_whose_worker_vanished_and_stops_its_host_processes(
+    actor, vendor_viewer, engagement, sim_host, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    for kind in ("G1", "G2"):
+        pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+    run = start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec())
+    run = drive(run, until=lambda r: r.steps.filter(state="done", name__contains="start").exists())
+    # The worker died: no heartbeat for longer than the limit, its claim expired.
+    long_ago = timezone.now() - timedelta(seconds=settings.TOLLGATE_RUN_STALE_AFTER_S + 1)
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=long_ago, driver_until=None)
+    assert not host_processes_gone(run)
+    tasks.reap_stale_runs()
+    run.refresh_from_db()
+    assert (run.state, run.outcome) == (Run.State.FINISHED, Run.Outcome.INFRA_ERROR)
+    assert "no heartbeat" in run.reason
+    assert Host.objects.get(pk=sim_host.pk).lease_run is None
+    assert wait_for(lambda: host_processes_gone(run), timeout=15)
