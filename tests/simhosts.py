@@ -90,7 +90,7 @@ def g2_spec(*, noise_limit_pct: float = 60.0) -> dict:
     document["equivalence"]["max_tokens"] = 16
     document["offload_hit"].update(workload=dict(COLD_RECOVERY), tier=16)
     document["noise_floor"].update(
-        workload=dict(COLD_RECOVERY), tier=16, repetitions=2, max_noise_pct=noise_limit_pct
+        workload=dict(COLD_RECOVERY), tier=16, repetitions=3, max_noise_pct=noise_limit_pct
     )
     document["health"]["timeout_s"] = 60
     return document
