@@ -123,8 +123,11 @@ def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
     g2 = specs.default_spec("G2")
     g2["equivalence"]["prompts"] = g2["equivalence"]["prompts"][:3]
     g2["offload_hit"].update(workload=dict(COLD_RECOVERY), tier=16)
-    # This machine is shared and simhost's timings are in milliseconds: a wide noise floor.
-    g2["noise_floor"].update(workload=dict(COLD_RECOVERY), tier=16, repetitions=3, max_noise_pct=50)
+    # simhost times in milliseconds on a shared machine: scheduling noise alone can move an
+    # A/A pair by tens of percent, so the demo sets a wide floor (a real G2 sets ~10 %).
+    g2["noise_floor"].update(
+        workload=dict(COLD_RECOVERY), tier=16, repetitions=3, max_noise_pct=100
+    )
     g3 = specs.default_spec("G3")
     g3["workload"] = dict(plan.workload)
     g3["tiers"] = list(plan.tiers)

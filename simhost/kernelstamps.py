@@ -43,7 +43,7 @@ def receive_time(ancillary: Ancillary, now: float, earliest: float, real_ns: int
     """When the kernel received the bytes just read, on the clock `now` was read from
     (CLOCK_MONOTONIC: time.monotonic or time.perf_counter on Linux); `now` itself when there is
     no stamp or an impossible one. The stamp is CLOCK_REALTIME, and `real_ns` is that clock read
-    just after `now`. TCP gives the newest stamp of the segments read, so the result is never
+    just before `now`. TCP gives the newest stamp of the segments read, so the result is never
     earlier than the first byte's arrival (reads that lag a whole stream step run late)."""
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
@@ -59,8 +59,10 @@ def receive_time(ancillary: Ancillary, now: float, earliest: float, real_ns: int
 def read_stamped(sock: socket.socket, size: int, earliest: float) -> Tuple[bytes, float]:
     """One recvmsg: the bytes and their kernel receive time on time.perf_counter's clock."""
     data, ancillary, _, _ = sock.recvmsg(size, ANCILLARY_SPACE)
-    now = time.perf_counter()
-    return data, receive_time(ancillary, now, earliest, time.time_ns())
+    # The wall clock first: a pause between the two reads then makes the result late (a
+    # slightly longer TTFT), never early, and never out of range.
+    real_ns = time.time_ns()
+    return data, receive_time(ancillary, time.perf_counter(), earliest, real_ns)
 
 
 class StampedConnection(socket.socket):
@@ -79,8 +81,8 @@ class StampedConnection(socket.socket):
             return super().recv(size, flags)
         data, ancillary, _, _ = self.recvmsg(size, ANCILLARY_SPACE, flags)
         if data:
-            now = time.monotonic()
-            self.received_at = receive_time(ancillary, now, self.accepted_at, time.time_ns())
+            real_ns = time.time_ns()  # first, as in read_stamped
+            self.received_at = receive_time(ancillary, time.monotonic(), self.accepted_at, real_ns)
         return data
 
     def close(self) -> None:

@@ -84,7 +84,7 @@ def g1_spec() -> dict:
     return document
 
 
-def g2_spec(*, noise_limit_pct: float = 60.0) -> dict:
+def g2_spec(*, noise_limit_pct: float = 100.0) -> dict:
     document = specs.default_spec("G2")
     document["equivalence"]["prompts"] = document["equivalence"]["prompts"][:3]
     document["equivalence"]["max_tokens"] = 16
