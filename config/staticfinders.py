@@ -17,8 +17,6 @@ PLOTLY_STATIC_PATH = "vendor/plotly.min.js"
 
 
 class PlotlyFinder(BaseFinder):
-    storage = FileSystemStorage(location=str(PLOTLY_DIR))
-
     def find(self, path: str, find_all: bool = False, **kwargs: object) -> str | list[str]:
         if path != PLOTLY_STATIC_PATH:
             return [] if find_all else ""
@@ -26,6 +24,7 @@ class PlotlyFinder(BaseFinder):
         return [match] if find_all else match
 
     def list(self, ignore_patterns: list[str] | None):
+        # The prefix puts the file at vendor/plotly.min.js when collectstatic copies it.
         storage = FileSystemStorage(location=str(PLOTLY_DIR))
         storage.prefix = "vendor"
         yield "plotly.min.js", storage

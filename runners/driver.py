@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from runners import plans
 from runners.errors import RunnerError
 from runners.steps import StepContext, StepProgress, perform, wait_for_exit
+from runners.transport import Transport
 
 logger = logging.getLogger(__name__)
 
@@ -56,14 +57,14 @@ def drive(
     deadline, pause, beat = clock() + budget_s, FIRST_POLL_S, clock()
     while True:
         if session.cancel_requested():
-            stop_all(ctx, session.launched_dirs())
+            stop_all(ctx.transport, session.launched_dirs())
             session.mark_canceled()
             return False
         current = session.next_step()
         if current is None:
             if _evaluate(session, context):
                 continue
-            stop_all(ctx, session.launched_dirs())
+            stop_all(ctx.transport, session.launched_dirs())
             return False
         step, detail = current
         progress = perform(step, detail, ctx)
@@ -95,7 +96,7 @@ def _evaluate(session: Session, context: Callable[[], dict] | None) -> bool:
     return True
 
 
-def stop_all(ctx: StepContext, run_dirs: list[str]) -> list[str]:
+def stop_all(transport: Transport, run_dirs: list[str]) -> list[str]:
     """Kill whatever the run left on the host (servers, benches); best effort, never raises.
 
     Returns the problems met, for the run log.
@@ -103,7 +104,7 @@ def stop_all(ctx: StepContext, run_dirs: list[str]) -> list[str]:
     problems = []
     for run_dir in run_dirs:
         try:
-            ctx.transport.kill(run_dir, grace=5.0)
+            transport.kill(run_dir, grace=5.0)
         except RunnerError as error:
             problems.append(f"could not stop {run_dir}: {error}")
             logger.warning("could not stop %s: %s", run_dir, error)

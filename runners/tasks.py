@@ -69,8 +69,7 @@ def _fail(session, outcome: str, reason: str) -> None:
     with contextlib.suppress(RunnerError, services.ServiceError):
         plan = services.run_execution(session.run)
         with _transport(plan["host"]) as transport:
-            ctx = _context(plan, transport, Path(tempfile.gettempdir()))
-            problems = driver.stop_all(ctx, session.launched_dirs())
+            problems = driver.stop_all(transport, session.launched_dirs())
     note = "".join(f"\n{problem}" for problem in problems)
     services.run_fail(run_id=session.run.pk, outcome=outcome, reason=reason + note)
 

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from gates.models.appendonly import AppendOnlyModel
+from gates.models.choices import user_reference
 
 
 class AuditEvent(AppendOnlyModel):
     at = models.DateTimeField(default=timezone.now, db_index=True, editable=False)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    actor = user_reference()
     # "system", "worker", "api-token:<prefix>"... when no user acted, or to say how a user did.
     actor_label = models.CharField(max_length=120, blank=True)
     organization = models.ForeignKey(

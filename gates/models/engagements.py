@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from gates.models.choices import Verdict
+from gates.models.choices import Verdict, user_reference
 
 
 class Engagement(models.Model):
@@ -30,13 +29,7 @@ class Engagement(models.Model):
     state_reason = models.TextField(blank=True)
     # The KV planner's inputs for this deployment (model, GPUs, TP, dtype): see gates/planner.py.
     kv_plan = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    created_by = user_reference()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -110,30 +103,12 @@ class GateSpec(models.Model):
     document = models.JSONField()
     # SHA-256 of the canonical JSON of `document`: what a signature is a signature of.
     digest = models.CharField(max_length=64)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    created_by = user_reference()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     frozen_at = models.DateTimeField(null=True, blank=True)
-    vendor_signed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    vendor_signed_by = user_reference()
     vendor_signed_at = models.DateTimeField(null=True, blank=True)
-    customer_signed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    customer_signed_by = user_reference()
     customer_signed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

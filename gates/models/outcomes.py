@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from gates.models.appendonly import AppendOnlyModel
-from gates.models.choices import Verdict
+from gates.models.choices import Verdict, user_reference
 
 
 class Decision(AppendOnlyModel):
@@ -25,13 +24,7 @@ class Decision(AppendOnlyModel):
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
     clauses = models.JSONField(default=list, blank=True)
     result = models.JSONField(default=dict, blank=True)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    decided_by = user_reference()
     decided_by_system = models.CharField(max_length=80, blank=True)
     justification = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -70,13 +63,7 @@ class Alert(models.Model):
     next_attempt_at = models.DateTimeField(default=timezone.now)
     delivered_at = models.DateTimeField(null=True, blank=True)
     acked_at = models.DateTimeField(null=True, blank=True)
-    acked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    acked_by = user_reference()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

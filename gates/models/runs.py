@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from gates.models.choices import user_reference
 
 
 class Run(models.Model):
@@ -51,13 +52,7 @@ class Run(models.Model):
     # The program's cursor and scratch data (plan, remote run dirs): plain JSON, see runners/.
     program_state = models.JSONField(default=dict, blank=True)
     log = models.TextField(blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
+    requested_by = user_reference()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -22,7 +22,13 @@ from gates.services.hosts import (
     host_set_credential,
 )
 from gates.services.planning import engagement_kv_plan_save
-from gates.services.recording import ClaimLostError, Evaluation, PoisonStepError, RunSession
+from gates.services.recording import (
+    ClaimLostError,
+    Evaluation,
+    PoisonStepError,
+    RunSession,
+    run_remote_dirs,
+)
 from gates.services.runs import (
     decision_record,
     host_lease_acquire,
@@ -32,7 +38,6 @@ from gates.services.runs import (
     run_claim,
     run_create,
     run_fail,
-    run_heartbeat,
     run_mark_canceled,
     run_mark_dispatched,
     runs_stale,
@@ -77,9 +82,9 @@ __all__ = [
     "run_decision_context",
     "run_execution",
     "run_fail",
-    "run_heartbeat",
     "run_mark_canceled",
     "run_mark_dispatched",
+    "run_remote_dirs",
     "run_upload_decide",
     "run_upload_record",
     "runs_stale",

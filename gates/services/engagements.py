@@ -153,16 +153,7 @@ def gate_waive(*, actor: Actor, viewer: Viewer, gate: Gate, justification: str) 
         gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
         _require_active(gate.engagement)
         gate_move(gate, Gate.State.WAIVED)
-        gate.stop_loss_review = False
-        gate.save(update_fields=["stop_loss_review"])
-        decision = Decision.objects.create(
-            gate=gate,
-            spec=gate.current_spec,
-            kind=Decision.Kind.WAIVER,
-            verdict=gate.verdict,
-            decided_by=actor.user,
-            justification=justification.strip(),
-        )
+        decision = _close_review(actor, gate, Decision.Kind.WAIVER, justification)
         gate_open_next(gate)
         _audit_and_alert_review(actor, gate, "gate.waive", justification)
     return decision
@@ -180,18 +171,23 @@ def engagement_stop(*, actor: Actor, viewer: Viewer, gate: Gate, justification: 
         engagement.state = Engagement.State.STOPPED
         engagement.state_reason = justification.strip()
         engagement.save(update_fields=["state", "state_reason"])
-        gate.stop_loss_review = False
-        gate.save(update_fields=["stop_loss_review"])
-        decision = Decision.objects.create(
-            gate=gate,
-            spec=gate.current_spec,
-            kind=Decision.Kind.STOP,
-            verdict=gate.verdict,
-            decided_by=actor.user,
-            justification=justification.strip(),
-        )
+        decision = _close_review(actor, gate, Decision.Kind.STOP, justification)
         _audit_and_alert_review(actor, gate, "engagement.stop", justification)
     return decision
+
+
+def _close_review(actor: Actor, gate: Gate, kind: str, justification: str) -> Decision:
+    """End stop-loss review on a locked gate with the admin's decision, kept for good."""
+    gate.stop_loss_review = False
+    gate.save(update_fields=["stop_loss_review"])
+    return Decision.objects.create(
+        gate=gate,
+        spec=gate.current_spec,
+        kind=kind,
+        verdict=gate.verdict,
+        decided_by=actor.user,
+        justification=justification.strip(),
+    )
 
 
 def _require_review_rights(viewer: Viewer, justification: str) -> None:

@@ -95,13 +95,13 @@ class RunSession:
 
     def append_steps(self, steps: list[dict]) -> None:
         with transaction.atomic():
-            self._check_writer()
+            locked = self._check_writer()
             start = self.run.steps.count()
             RunStep.objects.bulk_create(
                 RunStep(run=self.run, position=start + i, name=step["name"], detail={"step": step})
                 for i, step in enumerate(steps)
             )
-            self._update_progress()
+            self._update_progress(locked)
 
     def next_step(self) -> tuple[dict, dict] | None:
         """The first unfinished step and what was recorded of it so far."""
@@ -127,7 +127,7 @@ class RunSession:
     def record(self, step: dict, progress) -> None:
         """Store one performed or polled step: detail, artifacts, measurement, log, progress."""
         with transaction.atomic():
-            self._check_writer()
+            locked = self._check_writer()
             row = RunStep.objects.select_for_update().get(run=self.run, name=step["name"])
             row.detail = {
                 **row.detail,
@@ -141,7 +141,7 @@ class RunSession:
             if progress.done:
                 row.state, row.finished_at = RunStep.State.DONE, timezone.now()
             row.save(update_fields=["detail", "state", "finished_at"])
-            self._update_progress(log=progress.log)
+            self._update_progress(locked, log=progress.log)
 
     def _store_artifact(self, artifact) -> Artifact:
         stored, _ = Artifact.objects.get_or_create(
@@ -170,9 +170,9 @@ class RunSession:
             },
         )
 
-    def _update_progress(self, log: str = "") -> None:
+    def _update_progress(self, run: Run, log: str = "") -> None:
+        """Progress, heartbeat and claim renewal on the run row `_check_writer` locked."""
         steps = self.run.steps
-        run = Run.objects.select_for_update().get(pk=self.run.pk)
         run.progress_total = steps.count()
         run.progress_done = steps.filter(state=RunStep.State.DONE).count()
         run.heartbeat_at = timezone.now()
@@ -183,23 +183,20 @@ class RunSession:
             update_fields=["progress_total", "progress_done", "heartbeat_at", "driver_until", "log"]
         )
 
-    def _check_writer(self) -> None:
+    def _check_writer(self) -> Run:
+        """Lock the run row; refuse unless this task still drives it under a valid lease."""
         run = Run.objects.select_for_update().get(pk=self.run.pk)
         if run.driver_token != self.token or run.state != Run.State.RUNNING:
             raise ClaimLostError(f"run {self.run.pk}: no longer ours to write")
         run_assert_lease(run)
+        return run
 
     # --- cancel and cleanup -------------------------------------------------------------
     def cancel_requested(self) -> bool:
         return Run.objects.filter(pk=self.run.pk, cancel_requested_at__isnull=False).exists()
 
     def launched_dirs(self) -> list[str]:
-        rows = self.run.steps.exclude(state=RunStep.State.PENDING).values_list("detail", flat=True)
-        return [
-            d["progress"]["run_dir"]
-            for d in rows
-            if d["step"]["kind"] in DETACHED_KINDS and d.get("progress", {}).get("run_dir")
-        ]
+        return run_remote_dirs(self.run)
 
     def mark_canceled(self) -> None:
         run_mark_canceled(run_id=self.run.pk, reason="canceled by request; host processes stopped")
@@ -207,3 +204,15 @@ class RunSession:
     # --- evaluation ----------------------------------------------------------------------
     def evaluate(self, context: dict | None = None) -> Evaluation:
         return run_evaluate(self.run, context)
+
+
+def run_remote_dirs(run: Run) -> list[str]:
+    """The host directories of the run's detached processes (servers, benches) launched so far:
+    what to stop when the run ends, is canceled or is reaped."""
+    details = run.steps.exclude(state=RunStep.State.PENDING).values_list("detail", flat=True)
+    return [
+        detail["progress"]["run_dir"]
+        for detail in details
+        if detail["step"].get("kind") in DETACHED_KINDS
+        and detail.get("progress", {}).get("run_dir")
+    ]

@@ -28,7 +28,6 @@ from gates.services.engagements import gate_move, gate_open_next
 from gates.tenancy import Viewer
 
 ACTIVE_STATES = (Run.State.QUEUED, Run.State.RUNNING)
-LOG_LIMIT_CHARS = 64 * 1024
 
 
 def run_create(
@@ -150,25 +149,6 @@ def run_claim(*, run_id: int) -> Run | None:
         state=Run.State.RUNNING, started_at=now, heartbeat_at=now
     )
     return Run.objects.get(pk=run_id) if claimed == 1 else None
-
-
-def run_heartbeat(
-    *, run: Run, done: int | None = None, total: int | None = None, log: str = ""
-) -> None:
-    """Record liveness (and progress, and new log lines) of a running run."""
-    with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
-        if locked.state != Run.State.RUNNING:
-            raise IllegalTransitionError(f"run {run.pk} is {locked.state}")
-        run_assert_lease(locked)
-        locked.heartbeat_at = timezone.now()
-        if total is not None:
-            locked.progress_total = total
-        if done is not None:
-            locked.progress_done = min(done, locked.progress_total)
-        if log:
-            locked.log = (locked.log + log)[-LOG_LIMIT_CHARS:]
-        locked.save(update_fields=["heartbeat_at", "progress_total", "progress_done", "log"])
 
 
 def run_fail(*, run_id: int, outcome: str, reason: str) -> Run | None:

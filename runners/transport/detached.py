@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Self
 
 from runners.commands import PLACEHOLDERS, KindError
 from runners.errors import InfrastructureError, SpecError
@@ -254,9 +256,24 @@ def _env_prefix(env: Mapping[str, str] | None, argv: Sequence[str]) -> list[str]
 
 
 class DetachedProcesses:
-    """launch / status / kill / cleanup for any transport that can run a command."""
+    """The context manager and launch / status / kill / cleanup for any transport that can run
+    a command."""
 
     host: str
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
 
     def run(
         self,

@@ -13,7 +13,6 @@ import subprocess
 import time
 from collections.abc import Sequence
 from contextlib import suppress
-from types import TracebackType
 from typing import IO
 
 from runners.commands import checked_argv
@@ -31,17 +30,6 @@ class LocalTransport(DetachedProcesses):
 
     def __init__(self, name: str = "local") -> None:
         self.host = name
-
-    def __enter__(self) -> LocalTransport:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Nothing to close: kept so both transports are used the same way."""

@@ -12,7 +12,6 @@ import select
 import time
 from collections.abc import Sequence
 from contextlib import suppress
-from types import TracebackType
 
 import paramiko
 
@@ -87,17 +86,6 @@ class SshTransport(DetachedProcesses):
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._pkey: paramiko.PKey | None = None
-
-    def __enter__(self) -> SshTransport:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         client, self._client, self._sftp = self._client, None, None

@@ -12,6 +12,7 @@ from gates import services
 from gates.demo import SHORT_CHAT
 from gates.models import Artifact, Gate, Host, Measurement, Run
 from runners import tasks
+from runners.driver import stop_all
 from runners.transport import LocalTransport
 from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
 from tests.sshd import wait_for
@@ -62,12 +63,7 @@ def pass_gate(actor, viewer, engagement, kind: str, host: Host) -> None:
 
 def host_processes_gone(run: Run) -> bool:
     local = LocalTransport()
-    dirs = [
-        d["progress"]["run_dir"]
-        for d in run.steps.values_list("detail", flat=True)
-        if d.get("progress", {}).get("run_dir")
-    ]
-    return all(not local.status(path).group_alive for path in dirs)
+    return all(not local.status(path).group_alive for path in services.run_remote_dirs(run))
 
 
 def test_an_offload_helps_host_passes_g1_g2_and_g3(actor, vendor_viewer, engagement, sim_host):
@@ -216,11 +212,7 @@ def test_cancel_mid_g3_stops_the_host_processes_within_seconds(
 
 
 def kill_leftovers(run: Run) -> None:
-    local = LocalTransport()
-    for detail in run.steps.values_list("detail", flat=True):
-        path = detail.get("progress", {}).get("run_dir")
-        if path:
-            local.kill(path, grace=1)
+    stop_all(LocalTransport(), services.run_remote_dirs(run))
 
 
 def test_the_reaper_ends_a_run_whose_worker_vanished_and_stops_its_host_processes(

@@ -11,9 +11,8 @@ import pytest
 
 from gates import services
 from gates.models import Host, Measurement, Run
-from runners.transport import LocalTransport
 from tests.celeryproc import CeleryProcess, purge_broker, wait_or_show
-from tests.runners.test_gate_programs import pass_gate, start
+from tests.runners.test_gate_programs import host_processes_gone, pass_gate, start
 from tests.simhosts import g3_spec, ssh_simhost
 from tests.sshd import wait_for
 
@@ -41,19 +40,6 @@ def sim_host(customer_org, own_sshd, tmp_path) -> Host:
     return ssh_simhost(customer_org, own_sshd, tmp_path / "host")
 
 
-def remote_dirs(run: Run) -> list[str]:
-    return [
-        d["progress"]["run_dir"]
-        for d in run.steps.values_list("detail", flat=True)
-        if d.get("progress", {}).get("run_dir")
-    ]
-
-
-def nothing_left_running(run: Run) -> bool:
-    local = LocalTransport()
-    return all(not local.status(path).group_alive for path in remote_dirs(run))
-
-
 def test_a_worker_killed_mid_g3_loses_nothing_and_duplicates_nothing(
     celery, actor, vendor_viewer, engagement, sim_host
 ):
@@ -72,7 +58,7 @@ def test_a_worker_killed_mid_g3_loses_nothing_and_duplicates_nothing(
     cells = list(Measurement.objects.filter(run=run).values_list("arm", "tier", "repetition"))
     assert len(cells) == len(set(cells)) > done_at_kill
     assert run.decisions.count() == 1
-    assert wait_for(lambda: nothing_left_running(run), timeout=15)
+    assert wait_for(lambda: host_processes_gone(run), timeout=15)
 
 
 def test_cancel_through_a_worker_ends_the_run_within_ten_seconds(
@@ -90,5 +76,5 @@ def test_cancel_through_a_worker_ends_the_run_within_ten_seconds(
     services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
     wait_or_show(lambda: Run.objects.get(pk=run.pk).state == "canceled", 10, worker)
     assert time.monotonic() - asked < 10
-    assert wait_for(lambda: nothing_left_running(run), timeout=10)
+    assert wait_for(lambda: host_processes_gone(run), timeout=10)
     assert Host.objects.get(pk=sim_host.pk).lease_run is None

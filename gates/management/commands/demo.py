@@ -8,7 +8,6 @@ a worker and beat only, walks headless, prints a summary and exits non-zero if a
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import signal
 import subprocess
@@ -25,7 +24,7 @@ from gates import services
 from gates.demo import build_demo_world
 from gates.demo_walk import DemoStep, walk_demo
 from gates.models import Run
-from runners.errors import RunnerError
+from runners.driver import stop_all
 from runners.transport import LocalTransport
 
 WEB_ADDRESS = "127.0.0.1:8000"
@@ -97,11 +96,7 @@ def stop_active_runs(engagements) -> int:
     )
     local = LocalTransport("demo")
     for run in active:
-        for detail in run.steps.values_list("detail", flat=True):
-            run_dir = detail.get("progress", {}).get("run_dir")
-            if run_dir:
-                with contextlib.suppress(RunnerError):
-                    local.kill(run_dir, grace=5)
+        stop_all(local, services.run_remote_dirs(run))
         services.run_mark_canceled(run_id=run.pk, reason="the demo was stopped")
     return len(active)
 
