@@ -19,7 +19,13 @@ import time
 
 import numpy as np
 
-from gates.inference import FAIL, PASS, SequentialPlan, clause_margins, decide_sequentially
+from gates.decisions.inference import (
+    FAIL,
+    PASS,
+    SequentialPlan,
+    clause_margins,
+    decide_sequentially,
+)
 
 THRESHOLD_PCT = 25.0
 PLAN = SequentialPlan(min_repetitions=3, max_repetitions=8, confidence=0.90)

@@ -79,7 +79,7 @@ def start_run(scratch: Path, args: argparse.Namespace):
     from django.contrib.auth import get_user_model
 
     from gates import services, specs
-    from gates.demo import COLD_RECOVERY, build_demo_world
+    from gates.demo.world import COLD_RECOVERY, build_demo_world
     from gates.models import Host
     from gates.tenancy import viewer_for_user
 
@@ -112,7 +112,7 @@ def start_run(scratch: Path, args: argparse.Namespace):
 
 
 def demo_or_ssh_host(engagement, scratch: Path, args: argparse.Namespace):
-    from gates.demo import demo_host
+    from gates.demo.world import demo_host
 
     host = demo_host(engagement)
     if args.transport == "local":

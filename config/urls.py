@@ -5,10 +5,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from gates.views import healthz
+from gates.pages.views import healthz
 
 urlpatterns = [
-    path("", include("gates.urls")),
+    path("", include("gates.pages.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", healthz, name="healthz"),

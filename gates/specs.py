@@ -66,8 +66,6 @@ WORKLOAD = _obj(
     },
     required=["dataset", "num_prompts", "seed"],
 )
-# vllm bench's own default for --prefix-repetition-num-prefixes.
-VLLM_BENCH_NUM_PREFIXES = 10
 SERVER = _obj(
     {
         "model_path": {"type": "string", "minLength": 1, "maxLength": 300},
@@ -264,20 +262,6 @@ def spec_digest(document: dict) -> str:
     """SHA-256 of the canonical JSON: what both parties sign."""
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def workload_num_prefixes(workload: dict) -> int:
-    """How many distinct shared prefixes a workload cycles through (what must stay cached).
-
-    Cold recovery by default resumes a session of its own for every measured prompt; plain
-    prefix repetition uses vllm bench's default. `num_prefixes` in the workload overrides both.
-    """
-    prompts = int(workload["num_prompts"])
-    if "num_prefixes" in workload:
-        return min(int(workload["num_prefixes"]), prompts)
-    if workload.get("dataset") == "cold_recovery" or workload.get("cold_recovery"):
-        return prompts
-    return min(VLLM_BENCH_NUM_PREFIXES, prompts)
 
 
 def with_version(document: dict, version: int) -> dict:

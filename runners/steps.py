@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gates.specs import workload_num_prefixes
 from runners import adapters
 from runners.commands import fill
 from runners.errors import BenchmarkError, SpecError
-from runners.facts import probe_facts, probe_tool, server_facts
 from runners.plans import WARMUP_PROMPTS
+from runners.results import probe_facts, probe_tool, server_facts
 from runners.transport import Transport
+from runners.workloads import workload_num_prefixes
 
 HOSTCTL = Path(__file__).resolve().parent / "remote" / "hostctl.py"
 SHORT_COMMAND_S = 60

@@ -216,7 +216,7 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
             received = request[RECEIVED_KEY]
             response = await respond_stream(request, generation, lives[0], received)
         else:
-            response = await respond_json(generation, lives, server)
+            response = await respond_json(generation, lives)
     finally:
         for live in lives:
             if not live.done:

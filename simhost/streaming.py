@@ -10,7 +10,7 @@ import asyncio
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from aiohttp import web
 
@@ -24,9 +24,6 @@ from simhost.protocol import (
     usage,
 )
 from simhost.runtime import LiveRequest
-
-if TYPE_CHECKING:
-    from simhost.server import SimServer
 
 TIMING_HEADER = "X-Simhost-Timing"
 
@@ -147,9 +144,7 @@ async def _collect(live: LiveRequest) -> str:
     return "".join(" " + word for word in words)
 
 
-async def respond_json(
-    generation: GenerationRequest, lives: List[LiveRequest], server: "SimServer"
-) -> web.Response:
+async def respond_json(generation: GenerationRequest, lives: List[LiveRequest]) -> web.Response:
     texts = await asyncio.gather(*(_collect(live) for live in lives))
     prefix = "chatcmpl-" if generation.chat else "cmpl-"
     choices = []

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gates import specs
-from gates.demo import COLD_RECOVERY
+from gates.demo.world import COLD_RECOVERY
 from gates.models import Host, Organization, Profile
 from simhost.hostconfig import HOST_PRESETS
 

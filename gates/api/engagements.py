@@ -9,7 +9,8 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.errors import NotAllowedError
-from gates.models import Decision, Engagement, Gate, GateSpec, Organization
+from gates.models import Engagement, Gate, GateSpec, Organization
+from gates.selectors import gate_clauses
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
 
@@ -89,30 +90,6 @@ class ClauseSerializer(serializers.Serializer):
     high = serializers.FloatField(allow_null=True)
     verdict = serializers.CharField()
     cause = serializers.CharField(allow_blank=True, allow_null=True)
-
-
-def gate_clauses(gate: Gate) -> list[dict]:
-    """The rows of the gate's latest engine decision in the API's shape.
-
-    G3 rows are clause x tier cells; G1/G2 rows are checks, named by `metric` too.
-    """
-    decision = gate.decisions.filter(kind=Decision.Kind.ENGINE).first()
-    if decision is None:
-        return []
-    return [_clause_row(clause) for clause in decision.clauses]
-
-
-def _clause_row(clause: dict) -> dict:
-    numbers = {key: clause.get(key) for key in ("estimate", "low", "high")}
-    threshold = clause.get("threshold", clause.get("expected"))
-    return {
-        "metric": clause.get("metric") or clause.get("check"),
-        "tiers": clause.get("tiers", clause.get("tier")),
-        "threshold": threshold if isinstance(threshold, (int, float)) else None,
-        **numbers,
-        "verdict": clause.get("verdict"),
-        "cause": clause.get("cause"),
-    }
 
 
 class GateDetailApi(APIView):

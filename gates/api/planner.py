@@ -20,7 +20,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates.errors import ServiceError
-from gates.kvplans import engagement_plan_inputs, inputs_with_overrides
 from gates.models import Engagement
 from gates.planner import (
     KV_DTYPE_BYTES,
@@ -29,7 +28,8 @@ from gates.planner import (
     plan,
     request_from_dict,
 )
-from gates.planner_charts import kv_fit_heatmap
+from gates.planner.charts import kv_fit_heatmap
+from gates.planner.spec_check import engagement_plan_inputs, inputs_with_overrides
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 TRUE_WORDS = ("1", "true", "yes")

@@ -1,6 +1,6 @@
 """REST v1: results uploaded from air-gapped hosts, read by the same adapters as fetched ones.
 
-HTTP only: files are parsed by runners.adapters / runners.facts (pure), stored by services.
+HTTP only: files are parsed by runners.adapters / runners.results (pure), stored by services.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from gates.errors import ServiceError
 from gates.models import Run
 from gates.tenancy import get_visible_or_404, viewer_for_request
 from runners import adapters
-from runners.facts import probe_facts, probe_tool, server_facts
+from runners.results import probe_facts, probe_tool, server_facts
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 KINDS = ("bench", "probe", "answers", "health")

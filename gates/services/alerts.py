@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gates.models import Alert, Engagement, Gate, Membership, Run
+from gates.services import pokes
 
 MAX_DELIVERY_ATTEMPTS = 8
 BACKOFF_BASE_S = 30
@@ -53,10 +54,7 @@ def alert_enqueue(
         },
     )
     if created:
-        from runners.tasks import deliver_alert
-
-        # robust: an unreachable broker leaves the outbox row for the beat's delivery sweep.
-        transaction.on_commit(lambda: deliver_alert.delay(alert.pk), robust=True)
+        pokes.poke_on_commit(pokes.DELIVER_ALERT, alert.pk)
     return alert
 
 

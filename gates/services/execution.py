@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from gates.kvplans import spec_workload_exceeds_vram
 from gates.models import Host, Run
+from gates.planner.spec_check import spec_workload_exceeds_vram
 from gates.services.hosts import host_credential
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)

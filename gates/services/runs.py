@@ -22,6 +22,7 @@ from gates.errors import (
     ServiceError,
 )
 from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
+from gates.services import pokes
 from gates.services.alerts import alert_enqueue
 from gates.services.audit import Actor, audit_record
 from gates.services.engagements import gate_move, gate_open_next
@@ -96,11 +97,7 @@ def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
 
 
 def _dispatch_on_commit(run: Run) -> None:
-    from runners.tasks import advance_run
-
-    # robust: if the broker is down the run is still committed (and the caller told so); the
-    # beat's re-dispatch finds it queued and pokes it once the broker is back.
-    transaction.on_commit(lambda: advance_run.delay(run.pk), robust=True)
+    pokes.poke_on_commit(pokes.ADVANCE_RUN, run.pk)
 
 
 def run_mark_dispatched(*, run_id: int) -> None:

@@ -13,8 +13,8 @@ from typing import Self
 
 from runners.commands import PLACEHOLDERS, KindError
 from runners.errors import InfrastructureError, SpecError
-from runners.transport import CommandResult, DetachedStatus, KillResult, Launch
 from runners.transport.capture import DEFAULT_CAPTURE_BYTES, LineCallback
+from runners.transport.types import CommandResult, DetachedStatus, KillResult, Launch
 
 _TOKEN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

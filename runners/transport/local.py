@@ -17,10 +17,10 @@ from typing import IO
 
 from runners.commands import checked_argv
 from runners.errors import InfrastructureError
-from runners.transport import CommandResult
 from runners.transport.capture import DEFAULT_CAPTURE_BYTES, LineCallback, StreamCapture
 from runners.transport.detached import DetachedProcesses
 from runners.transport.files import CHUNK_BYTES, cut_to_whole_lines, partial_file, sha256_of_file
+from runners.transport.types import CommandResult
 
 READ_BYTES = 1 << 20
 

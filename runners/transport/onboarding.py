@@ -9,9 +9,9 @@ import re
 from collections.abc import Sequence
 
 from runners.errors import InfrastructureError, RunnerError, SpecError
-from runners.transport import CheckResult, ConnectionReport, SshTarget
 from runners.transport import ssh as ssh_transport
 from runners.transport.network import STEP_TCP
+from runners.transport.types import CheckResult, ConnectionReport, SshTarget
 
 PROBE_TIMEOUT = 30.0
 MIN_PYTHON = (3, 6)  # the host-side helpers are written for 3.6+

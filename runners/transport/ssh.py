@@ -17,7 +17,6 @@ import paramiko
 
 from runners.commands import checked_argv, to_shell
 from runners.errors import InfrastructureError, SpecError
-from runners.transport import CommandResult, SshTarget
 from runners.transport.capture import DEFAULT_CAPTURE_BYTES, LineCallback, StreamCapture
 from runners.transport.detached import DetachedProcesses
 from runners.transport.files import (
@@ -31,6 +30,7 @@ from runners.transport.files import (
 )
 from runners.transport.hostkeys import fingerprint_of_blob, parse_host_key
 from runners.transport.network import describe, tcp_connect
+from runners.transport.types import CommandResult, SshTarget
 
 STEP_HANDSHAKE = "ssh handshake"
 STEP_HOST_KEY = "host key check"

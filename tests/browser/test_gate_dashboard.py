@@ -12,8 +12,8 @@ from django.urls import reverse
 from playwright.sync_api import BrowserContext, Page
 
 from gates import services
-from tests.gates.test_charts import synthetic_measurements
-from tests.gates.test_dashboards import (
+from tests.gates.charts.test_charts import synthetic_measurements
+from tests.gates.pages.test_dashboards import (
     open_g3,
     record_g3_decision,
     record_measurements,

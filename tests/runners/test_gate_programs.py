@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from gates import services
-from gates.demo import SHORT_CHAT
+from gates.demo.world import SHORT_CHAT
 from gates.models import Artifact, Gate, Host, Measurement, Run
+from gates.services import pokes
 from runners import tasks
 from runners.driver import stop_all
 from runners.transport import LocalTransport
@@ -28,6 +29,7 @@ def tasks_run_here(monkeypatch, settings):
     A short task budget makes runs change hands often, as they do over hours in production.
     """
     monkeypatch.setattr(tasks.advance_run, "delay", lambda run_id: None)
+    monkeypatch.setattr(pokes, "send", lambda task_name, *args: None)
     settings.TOLLGATE_TASK_BUDGET_S = 3
 
 

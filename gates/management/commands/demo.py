@@ -21,8 +21,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from gates import services
-from gates.demo import build_demo_world
-from gates.demo_walk import DemoStep, walk_demo
+from gates.demo.walk import DemoStep, walk_demo
+from gates.demo.world import build_demo_world
 from gates.models import Run
 from runners.driver import stop_all
 from runners.transport import LocalTransport

@@ -1,0 +1,77 @@
+"""The decision engine: one verdict function per gate kind and the one dispatcher from a gate
+kind to its engine, plus the stop-loss rule. Pure: plain data in, JSON-able dicts out; imports
+no Django and does no I/O (a test checks). G1 is in g1.py, G2 in g2.py, G3 in g3.py (with
+clauses.py, inference.py, validity.py), G4 in g4.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gates.decisions.clauses import KNOWN_METRICS, ClauseError, SpecFieldError, parse_clauses
+from gates.decisions.g1 import decide_g1
+from gates.decisions.g2 import decide_g2
+from gates.decisions.g3 import decide_g3
+from gates.decisions.g4 import decide_g4
+from gates.decisions.validity import EvidenceError
+
+__all__ = [
+    "KNOWN_METRICS",
+    "VERDICTS",
+    "ClauseError",
+    "EvidenceError",
+    "SpecFieldError",
+    "decide_g1",
+    "decide_g2",
+    "decide_g3",
+    "decide_g4",
+    "decide_gate",
+    "parse_clauses",
+    "stop_loss_review",
+]
+
+VERDICTS = ("pass", "fail", "inconclusive", "invalid", "infra_error")
+
+
+def decide_gate(spec: Any, evidence: Any, context: Any = None) -> dict:
+    """Dispatch on spec["gate"]: G1 facts, G2 observations, G3 measurements or G4 windows."""
+    kind = spec.get("gate") if isinstance(spec, dict) else None
+    if kind == "G1":
+        return decide_g1(spec, evidence)
+    if kind == "G2":
+        return decide_g2(spec, evidence)
+    if kind == "G3":
+        return decide_g3(spec, evidence, context)
+    if kind == "G4":
+        return decide_g4(spec, evidence, context)
+    raise SpecFieldError("gate", f"unknown gate kind {kind!r}; use G1, G2, G3 or G4")
+
+
+def stop_loss_review(verdicts: list[str], max_attempts: int) -> dict:
+    """Whether a gate's attempt history opens stop-loss review.
+
+    Only product failures (`fail`) count: infra errors, invalid and inconclusive attempts are
+    re-runs, not strikes. A gate that has passed never opens review.
+    """
+    if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+        raise SpecFieldError("stop_loss.max_attempts", "must be a positive integer")
+    if not isinstance(verdicts, list):
+        raise EvidenceError("verdicts", "must be a list of attempt verdicts")
+    for i, verdict in enumerate(verdicts):
+        if verdict not in (*VERDICTS, "pending"):
+            raise EvidenceError(f"verdicts[{i}]", f"unknown verdict {verdict!r}")
+    failures = verdicts.count("fail")
+    review = failures >= max_attempts and "pass" not in verdicts
+    reason = (
+        f"{failures} failed attempt(s) of {max_attempts} allowed: stop-loss review"
+        if review
+        else f"{failures} failed attempt(s) of {max_attempts} allowed"
+    )
+    left = 0 if "pass" in verdicts else max(max_attempts - failures, 0)
+    return {
+        "review": review,
+        "failures": failures,
+        "max_attempts": max_attempts,
+        "attempts_left": left,
+        "reason": reason,
+    }

@@ -1,0 +1,288 @@
+"""G1 arrival acceptance: expected inventory against observed facts, one check per expectation,
+and numeric-aware version comparison. Pure: plain data in and out; imports no Django.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from gates.decisions.clauses import SpecFieldError, finite_float
+from gates.decisions.validity import EvidenceError
+
+GIB = 2**30
+# Digit runs are bounded: int() refuses strings of thousands of digits.
+_VERSION = re.compile(r"\s*v?(\d{1,30}(?:\.\d{1,30})*)(.*)", re.IGNORECASE | re.DOTALL)
+# Pre-releases sort before the release, post-releases after; a local "+cu124" changes nothing.
+# A stage must be the whole suffix ("rc1", ".post2"), so "-amd64" or "-1ubuntu" stay releases.
+_STAGES = {"dev": -4, "alpha": -3, "a": -3, "beta": -2, "b": -2, "rc": -1, "pre": -1, "post": 1}
+_STAGE = re.compile(r"(dev|alpha|a|beta|b|rc|pre|post)\.?(\d{0,30})")
+_FACT_KEYS = (
+    "gpu_inventory",
+    "vllm_version",
+    "host_memory_bytes",
+    "free_disk_bytes",
+    "kernel",
+    "offload_tier",
+)
+
+
+def version_key(text: str) -> tuple | None:
+    """A sortable key for a version string ("0.9.2" < "0.20.1" < "0.20.1.post1"), or None."""
+    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    release = [int(part) for part in match.group(1).split(".")]
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()  # 12.2 and 12.2.0 are the same release
+    suffix = match.group(2).split("+")[0].lower().lstrip(".-_")
+    found = _STAGE.fullmatch(suffix)
+    if found:
+        return (tuple(release), _STAGES[found.group(1)], int(found.group(2) or 0))
+    if re.fullmatch(r"\d{1,30}", suffix):
+        return (tuple(release), 1, int(suffix))  # "1.0-1" is a post-release in PEP 440
+    return (tuple(release), 0, 0)
+
+
+def version_at_least(observed: str | None, minimum: str) -> bool | None:
+    """Whether `observed` >= `minimum`; None when the observed version is absent or unreadable."""
+    want, have = version_key(minimum), version_key(observed) if observed is not None else None
+    if want is None:
+        raise ValueError(f"cannot read version {minimum!r}")
+    return None if have is None else have >= want
+
+
+def decide_g1(spec: Any, facts: Any) -> dict:
+    """The G1 verdict: fail if any expectation is not met, inconclusive if any is unobserved."""
+    expect = _parse_expect(spec)
+    observed = _parse_facts(facts)
+    rows = [row for check in _CHECKS if (row := check(expect, observed)) is not None]
+    failed = [f"{row['check']}: {row['cause']}" for row in rows if row["ok"] is False]
+    unknown = [f"{row['check']}: {row['cause']}" for row in rows if row["ok"] is None]
+    if failed:
+        verdict, reasons = "fail", failed
+    elif unknown:
+        verdict, reasons = "inconclusive", unknown
+    else:
+        verdict, reasons = "pass", [f"all {len(rows)} inventory checks met"]
+    return {
+        "gate": "G1",
+        "spec_version": spec.get("version"),
+        "verdict": verdict,
+        "reasons": reasons,
+        "clauses": rows,
+        "validity": [],
+        "inputs": {"expect": expect, "facts": observed},
+    }
+
+
+def _row(check: str, expected: Any, observed: Any, ok: bool | None, cause: str) -> dict:
+    verdict = {True: "pass", False: "fail", None: "inconclusive"}[ok]
+    return {
+        "check": check,
+        "expected": expected,
+        "observed": observed,
+        "ok": ok,
+        "verdict": verdict,
+        "cause": cause,
+    }
+
+
+def _unobserved(check: str, expected: Any, what: str) -> dict:
+    return _row(check, expected, None, None, f"{what} was not observed")
+
+
+def _parse_expect(spec: Any) -> dict:
+    if not isinstance(spec, dict) or not isinstance(spec.get("expect"), dict):
+        raise SpecFieldError("expect", "must be an object")
+    expect = dict(spec["expect"])
+    for key in ("gpu_model_pattern", "kernel_pattern"):
+        if expect.get(key) is not None:
+            try:
+                re.compile(expect[key])
+            except (re.error, TypeError) as error:
+                raise SpecFieldError(
+                    f"expect.{key}", f"is not a valid regular expression: {error}"
+                ) from error
+    for key in ("driver_min", "cuda_min", "rocm_min", "vllm_min"):
+        if expect.get(key) is not None and version_key(expect[key]) is None:
+            raise SpecFieldError(f"expect.{key}", f"cannot read version {expect[key]!r}")
+    for key in ("gpu_memory_min_gib", "host_memory_min_gib", "free_disk_min_gib"):
+        if expect.get(key) is not None and not _is_number(expect[key]):
+            raise SpecFieldError(f"expect.{key}", "must be a number or null")
+    count = expect.get("gpu_count")
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+        raise SpecFieldError("expect.gpu_count", "must be a non-negative integer or null")
+    tier = expect.get("offload_tier")
+    if tier is not None and not isinstance(tier, dict):
+        raise SpecFieldError("expect.offload_tier", "must be an object or null")
+    if expect.get("gpu_vendor") not in (None, "nvidia", "amd"):
+        raise SpecFieldError("expect.gpu_vendor", "must be nvidia, amd or null")
+    return expect
+
+
+def _parse_facts(facts: Any) -> dict:
+    if not isinstance(facts, dict):
+        raise EvidenceError("facts", "must be an object")
+    observed = {key: facts.get(key) for key in _FACT_KEYS}
+    for key in ("gpu_inventory", "offload_tier"):
+        if observed[key] is not None and not isinstance(observed[key], dict):
+            raise EvidenceError(f"facts.{key}", "must be an object or null")
+    for key in ("vllm_version", "kernel"):
+        if observed[key] is not None and not isinstance(observed[key], str):
+            raise EvidenceError(f"facts.{key}", "must be a string or null")
+    for key in ("host_memory_bytes", "free_disk_bytes"):
+        if observed[key] is not None and not _is_number(observed[key]):
+            raise EvidenceError(f"facts.{key}", "must be a number or null")
+    gpus = (observed["gpu_inventory"] or {}).get("gpus", [])
+    if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
+        raise EvidenceError("facts.gpu_inventory.gpus", "must be a list of objects")
+    return observed
+
+
+def _gpus(observed: dict) -> list[dict] | None:
+    inventory = observed["gpu_inventory"]
+    return None if inventory is None else inventory.get("gpus", [])
+
+
+def _check_vendor(expect: dict, observed: dict) -> dict | None:
+    want = expect.get("gpu_vendor")
+    if want is None:
+        return None
+    source = str((observed["gpu_inventory"] or {}).get("source") or "")
+    vendor = (
+        "nvidia" if source.startswith("nvidia") else "amd" if source[:3] in ("roc", "amd") else None
+    )
+    if vendor is None:
+        return _unobserved("gpu_vendor", want, "the GPU vendor")
+    return _row("gpu_vendor", want, vendor, vendor == want, f"inventory from {source}")
+
+
+def _check_model(expect: dict, observed: dict) -> dict | None:
+    pattern = expect.get("gpu_model_pattern")
+    if pattern is None:
+        return None
+    gpus = _gpus(observed)
+    if gpus is None:
+        return _unobserved("gpu_model", pattern, "the GPU inventory")
+    names = [str(gpu.get("name")) for gpu in gpus]
+    odd = [name for name in names if not re.search(pattern, name, re.IGNORECASE)]
+    if not names:
+        return _row("gpu_model", pattern, names, False, "no GPU was found")
+    cause = f"{len(odd)} GPU(s) do not match: {sorted(set(odd))}" if odd else "every GPU matches"
+    return _row("gpu_model", pattern, names, not odd, cause)
+
+
+def _check_count(expect: dict, observed: dict) -> dict | None:
+    want = expect.get("gpu_count")
+    if want is None:
+        return None
+    gpus = _gpus(observed)
+    if gpus is None:
+        return _unobserved("gpu_count", want, "the GPU inventory")
+    return _row("gpu_count", want, len(gpus), len(gpus) == want, f"{len(gpus)} GPU(s) found")
+
+
+def _check_gpu_memory(expect: dict, observed: dict) -> dict | None:
+    want = expect.get("gpu_memory_min_gib")
+    if want is None:
+        return None
+    gpus = _gpus(observed)
+    sizes = [gpu.get("memory_total_mib") for gpu in gpus or []]
+    if not gpus or any(finite_float(size) is None for size in sizes):
+        return _unobserved("gpu_memory_min_gib", want, "the memory of every GPU")
+    smallest = min(sizes) / 1024
+    return _row(
+        "gpu_memory_min_gib",
+        want,
+        smallest,
+        smallest >= want,
+        f"smallest GPU has {smallest:.2f} GiB",
+    )
+
+
+def _version_check(check: str, key: str, fact: Callable[[dict], Any]) -> Callable:
+    def run(expect: dict, observed: dict) -> dict | None:
+        want = expect.get(key)
+        if want is None:
+            return None
+        have = fact(observed)
+        have = have if isinstance(have, str) else None
+        ok = version_at_least(have, want)
+        if ok is None:
+            return _row(check, want, have, None, f"no readable version observed ({have!r})")
+        return _row(check, want, have, ok, f"observed {have}, minimum {want}")
+
+    return run
+
+
+def _inventory_fact(name: str) -> Callable[[dict], Any]:
+    return lambda observed: (observed["gpu_inventory"] or {}).get(name)
+
+
+def _minimum_check(check: str, key: str, fact: str, scale: float, unit: str) -> Callable:
+    def run(expect: dict, observed: dict) -> dict | None:
+        want = expect.get(key)
+        if want is None:
+            return None
+        have = observed[fact]
+        have = finite_float(have)
+        if have is None:
+            return _unobserved(check, want, fact)
+        value = have / scale
+        return _row(check, want, value, value >= want, f"{value:.2f} {unit} observed")
+
+    return run
+
+
+def _check_offload(expect: dict, observed: dict) -> dict | None:
+    want = expect.get("offload_tier")
+    if not want or (not want.get("required") and want.get("min_capacity_gib") is None):
+        return None
+    tier = observed["offload_tier"]
+    if tier is None or not isinstance(tier.get("present"), bool):
+        return _unobserved("offload_tier", want, "the offload tier")
+    if not tier["present"]:
+        ok = not want.get("required")
+        return _row("offload_tier", want, tier, ok, "no offload tier is present")
+    floor, capacity = want.get("min_capacity_gib"), tier.get("capacity_gib")
+    if floor is None:
+        return _row("offload_tier", want, tier, True, "an offload tier is present")
+    capacity = finite_float(capacity)
+    if capacity is None:
+        return _row("offload_tier", want, tier, None, "offload tier capacity was not observed")
+    return _row(
+        "offload_tier", want, tier, capacity >= floor, f"offload tier of {capacity:.2f} GiB present"
+    )
+
+
+def _check_kernel(expect: dict, observed: dict) -> dict | None:
+    pattern = expect.get("kernel_pattern")
+    if pattern is None:
+        return None
+    kernel = observed["kernel"]
+    if kernel is None:
+        return _unobserved("kernel", pattern, "the kernel release")
+    ok = re.search(pattern, kernel) is not None
+    return _row("kernel", pattern, kernel, ok, "matches" if ok else "does not match")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_CHECKS: tuple[Callable[[dict, dict], dict | None], ...] = (
+    _check_vendor,
+    _check_model,
+    _check_count,
+    _check_gpu_memory,
+    _version_check("driver_min", "driver_min", _inventory_fact("driver_version")),
+    _version_check("cuda_min", "cuda_min", _inventory_fact("cuda_version")),
+    _version_check("rocm_min", "rocm_min", _inventory_fact("rocm_version")),
+    _version_check("vllm_min", "vllm_min", lambda observed: observed["vllm_version"]),
+    _minimum_check("host_memory_min_gib", "host_memory_min_gib", "host_memory_bytes", GIB, "GiB"),
+    _check_offload,
+    _minimum_check("free_disk_min_gib", "free_disk_min_gib", "free_disk_bytes", GIB, "GiB"),
+    _check_kernel,
+)

@@ -1,0 +1,347 @@
+"""G2 functional integration: server health, greedy-output equivalence, offload hit rate and the
+A/A noise floor. Pure: plain data in and out; imports no Django and does no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from gates.decisions.clauses import KNOWN_METRICS, SpecFieldError, finite_float, metric_value
+from gates.decisions.inference import t_interval
+from gates.decisions.validity import EvidenceError, read_count
+
+# The G2 spec has no confidence field; the A/A interval uses this unless noise_floor gives one.
+DEFAULT_NOISE_CONFIDENCE = 0.90
+
+
+def decide_g2(spec: Any, observed: Any) -> dict:
+    """The G2 verdict: invalid if an A/A run broke validity, fail if any check fails,
+    pass if all pass, inconclusive otherwise (something was not observed)."""
+    limits = _parse_spec(spec)
+    seen = _parse_observed(observed)
+    rows = [
+        _health_row(limits["timeout_s"], seen["health"]),
+        _equivalence_row(limits["prompts"], limits["max_mismatch_pct"], seen["equivalence"]),
+        _hit_row(limits["min_external_hit_rate"], seen["external_hit_rate"]),
+        _noise_row(limits, seen["aa_pairs"]),
+    ]
+    verdict = _combine([row["verdict"] for row in rows])
+    reasons = [f"{row['check']}: {row['cause']}" for row in rows if row["verdict"] == verdict]
+    return {
+        "gate": "G2",
+        "spec_version": spec.get("version"),
+        "verdict": verdict,
+        "reasons": reasons,
+        "clauses": rows,
+        "validity": [],
+        "inputs": {
+            "limits": {k: v for k, v in limits.items() if k != "prompts"},
+            "prompt_count": limits["prompts"],
+            "observed": seen,
+        },
+    }
+
+
+def _combine(verdicts: list[str]) -> str:
+    for verdict in ("invalid", "fail", "inconclusive"):
+        if verdict in verdicts:
+            return verdict
+    return "pass"
+
+
+def _row(check: str, verdict: str, cause: str, **numbers: Any) -> dict:
+    return {"check": check, "verdict": verdict, "cause": cause, **numbers}
+
+
+def _health_row(timeout_s: float, health: dict | None) -> dict:
+    if health is None or health.get("healthy") is None:
+        return _row("health", "inconclusive", "server health was not observed", timeout_s=timeout_s)
+    seconds = health.get("seconds")
+    if not health["healthy"]:
+        return _row(
+            "health",
+            "fail",
+            f"the offload server did not become healthy within {timeout_s:g} s",
+            timeout_s=timeout_s,
+            seconds=seconds,
+        )
+    if seconds is not None and seconds > timeout_s:
+        return _row(
+            "health",
+            "fail",
+            f"healthy only after {seconds:g} s (limit {timeout_s:g} s)",
+            timeout_s=timeout_s,
+            seconds=seconds,
+        )
+    return _row(
+        "health", "pass", "the offload server became healthy", timeout_s=timeout_s, seconds=seconds
+    )
+
+
+def _equivalence_row(total: int, limit: float, results: list[dict] | None) -> dict:
+    results = results or []
+    if any(not 0 <= item["prompt"] < total for item in results):
+        raise EvidenceError("observed.equivalence", f"a prompt index is outside 0..{total - 1}")
+    compared = [
+        item for item in results if item["reference"] is not None and item["offload"] is not None
+    ]
+    mismatched = sorted(item["prompt"] for item in compared if item["reference"] != item["offload"])
+    # Share of all spec prompts: unobserved prompts cannot lower it, so a fail is already final.
+    share = 100 * len(mismatched) / total
+    numbers = {
+        "prompts": total,
+        "compared": len(compared),
+        "mismatched": mismatched,
+        "mismatch_pct": share,
+        "max_mismatch_pct": limit,
+    }
+    if share > limit:
+        return _row(
+            "equivalence",
+            "fail",
+            f"{len(mismatched)} of {total} greedy outputs differ "
+            f"with offload ({share:.1f} % > {limit:g} %)",
+            **numbers,
+        )
+    if len(compared) < total:
+        return _row(
+            "equivalence",
+            "inconclusive",
+            f"only {len(compared)} of {total} prompts were compared",
+            **numbers,
+        )
+    return _row(
+        "equivalence",
+        "pass",
+        f"{len(mismatched)} of {total} outputs differ ({share:.1f} % <= {limit:g} %)",
+        **numbers,
+    )
+
+
+def _hit_row(floor: float, rate: float | None) -> dict:
+    if rate is None:
+        return _row(
+            "offload_hit",
+            "inconclusive",
+            "external hit rate was not observed",
+            min_external_hit_rate=floor,
+            external_hit_rate=None,
+        )
+    verdict = "pass" if rate >= floor else "fail"
+    return _row(
+        "offload_hit",
+        verdict,
+        f"external hit rate {rate:.3f} (floor {floor:g})",
+        min_external_hit_rate=floor,
+        external_hit_rate=rate,
+    )
+
+
+def _noise_row(limits: dict, pairs: list[dict] | None) -> dict:
+    logs, used, invalid = _aa_log_ratios(limits["metric"], pairs or [])
+    numbers: dict[str, Any] = {
+        "metric": limits["metric"],
+        "repetitions": limits["repetitions"],
+        "pairs": used,
+        "confidence": limits["confidence"],
+        "max_noise_pct": limits["max_noise_pct"],
+    }
+    if invalid:
+        return _row("noise_floor", "invalid", "; ".join(invalid), **numbers)
+    if len(logs) < 2:
+        cause = f"{len(logs)} usable A/A pair(s); need 2"
+        return _row("noise_floor", "inconclusive", cause, **numbers)
+    numbers.update(_aa_interval(logs, limits["confidence"]))
+    if len(logs) < limits["repetitions"]:
+        cause = f"{len(logs)} of {limits['repetitions']} A/A repetitions usable"
+        return _row("noise_floor", "inconclusive", cause, **numbers)
+    problems = _noise_problems(numbers)
+    if problems:
+        return _row("noise_floor", "fail", "; ".join(problems), **numbers)
+    cause = (
+        f"A/A interval [{numbers['low_ratio']:.4f}, {numbers['high_ratio']:.4f}] lies within "
+        f"±{numbers['max_noise_pct']:g} %"
+    )
+    return _row("noise_floor", "pass", cause, **numbers)
+
+
+def _aa_interval(logs: list[float], confidence: float) -> dict:
+    """The A/A t interval of the log-ratios; the noise floor is its half-width in percent."""
+    mean, sd, low, high = (float(v) for v in t_interval(np.array(logs), 1 - confidence))
+    return {
+        "mean_log_ratio": mean,
+        "sd_log_ratio": sd,
+        "low_ratio": _bounded_exp(low),
+        "high_ratio": _bounded_exp(high),
+        "noise_pct": (_bounded_exp(high - mean) - 1) * 100,
+    }
+
+
+def _bounded_exp(value: float) -> float:
+    # Absurd log-ratios would overflow exp(); cap them so the result stays finite JSON.
+    return math.exp(max(min(value, 700.0), -700.0))
+
+
+def _noise_problems(numbers: dict) -> list[str]:
+    """The A/A interval must lie inside ±max_noise_pct: noise and bias together stay below the
+    floor. A tiny but consistent bias (a 1 % difference measured very precisely) is harmless;
+    the same bias measured with a wide interval is not."""
+    problems = []
+    limit = numbers["max_noise_pct"]
+    if numbers["noise_pct"] > limit:
+        problems.append(f"A/A half-width {numbers['noise_pct']:.2f} % exceeds {limit:g} %")
+    bound = 1 + limit / 100
+    if not (1 / bound <= numbers["low_ratio"] and numbers["high_ratio"] <= bound):
+        problems.append(
+            f"A/A interval [{numbers['low_ratio']:.4f}, {numbers['high_ratio']:.4f}] reaches "
+            f"beyond ±{limit:g} %: two identical arms differ by more than the floor"
+        )
+    return problems
+
+
+def _aa_log_ratios(metric: str, pairs: list[dict]) -> tuple[list[float], list[dict], list[str]]:
+    logs, used, invalid = [], [], []
+    for i, pair in enumerate(pairs):
+        values = []
+        for side in ("a", "b"):
+            completed = read_count(pair[side], "completed", f"observed.aa_pairs[{i}].{side}")
+            if completed == 0:
+                invalid.append(f"A/A pair {i} side {side}: no completed requests")
+            values.append(
+                _positive(metric_value(pair[side], metric), f"observed.aa_pairs[{i}].{side}")
+            )
+        if None not in values:
+            logs.append(math.log(values[0]) - math.log(values[1]))
+            used.append(
+                {
+                    "repetition": pair.get("repetition"),
+                    "a": values[0],
+                    "b": values[1],
+                    "log_ratio": logs[-1],
+                }
+            )
+    return logs, used, invalid
+
+
+def _positive(value: Any, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise EvidenceError(field, "the noise metric must be a number")
+    number = finite_float(value)
+    return number if number is not None and number > 0 else None
+
+
+def _parse_spec(spec: Any) -> dict:
+    if not isinstance(spec, dict):
+        raise SpecFieldError("(document)", "must be a JSON object")
+    equivalence = _section(spec, "equivalence")
+    noise = _section(spec, "noise_floor")
+    prompts = equivalence.get("prompts")
+    if not isinstance(prompts, list) or not prompts:
+        raise SpecFieldError("equivalence.prompts", "must be a non-empty list")
+    if noise.get("metric") not in KNOWN_METRICS:
+        raise SpecFieldError("noise_floor.metric", f"unknown metric {noise.get('metric')!r}")
+    repetitions = noise.get("repetitions")
+    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 2:
+        raise SpecFieldError("noise_floor.repetitions", "must be an integer of at least 2")
+    confidence = noise.get("confidence", DEFAULT_NOISE_CONFIDENCE)
+    if not _number(confidence) or not 0.5 < confidence < 1:
+        raise SpecFieldError("noise_floor.confidence", "must be between 0.5 and 1")
+    return {
+        "timeout_s": _limit(_section(spec, "health"), "health", "timeout_s"),
+        "prompts": len(prompts),
+        "max_mismatch_pct": _limit(equivalence, "equivalence", "max_mismatch_pct"),
+        "min_external_hit_rate": _limit(
+            _section(spec, "offload_hit"), "offload_hit", "min_external_hit_rate"
+        ),
+        "metric": noise["metric"],
+        "repetitions": repetitions,
+        "max_noise_pct": _limit(noise, "noise_floor", "max_noise_pct"),
+        "confidence": float(confidence),
+    }
+
+
+def _section(spec: dict, name: str) -> dict:
+    if not isinstance(spec.get(name), dict):
+        raise SpecFieldError(name, "must be an object")
+    return spec[name]
+
+
+def _limit(section: dict, name: str, key: str) -> float:
+    value = section.get(key)
+    if finite_float(value) is None or value < 0:
+        raise SpecFieldError(f"{name}.{key}", "must be a non-negative number")
+    return float(value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_observed(observed: Any) -> dict:
+    if not isinstance(observed, dict):
+        raise EvidenceError("observed", "must be an object")
+    return {
+        "health": _parse_health(observed.get("health")),
+        "equivalence": _parse_equivalence(observed.get("equivalence")),
+        "external_hit_rate": _parse_rate(observed.get("external_hit_rate")),
+        "aa_pairs": _parse_pairs(observed.get("aa_pairs")),
+    }
+
+
+def _parse_health(health: Any) -> dict | None:
+    if health is None:
+        return None
+    if not isinstance(health, dict) or health.get("healthy") not in (True, False, None):
+        raise EvidenceError("observed.health", "must be {healthy: bool, seconds: number|null}")
+    seconds = health.get("seconds")
+    if seconds is not None and finite_float(seconds) is None:
+        raise EvidenceError("observed.health.seconds", "must be a finite number or null")
+    return {"healthy": health.get("healthy"), "seconds": seconds}
+
+
+def _parse_equivalence(results: Any) -> list[dict] | None:
+    if results is None:
+        return None
+    if not isinstance(results, list):
+        raise EvidenceError("observed.equivalence", "must be a list")
+    seen: dict[int, dict] = {}
+    for i, item in enumerate(results):
+        field = f"observed.equivalence[{i}]"
+        prompt = item.get("prompt") if isinstance(item, dict) else None
+        if not isinstance(prompt, int) or isinstance(prompt, bool) or prompt in seen:
+            raise EvidenceError(f"{field}.prompt", "must be a distinct prompt index")
+        for side in ("reference", "offload"):
+            if item.get(side) is not None and not isinstance(item[side], str):
+                raise EvidenceError(f"{field}.{side}", "must be the generated text or null")
+        seen[prompt] = {
+            "prompt": prompt,
+            "reference": item.get("reference"),
+            "offload": item.get("offload"),
+        }
+    return list(seen.values())
+
+
+def _parse_rate(rate: Any) -> float | None:
+    if rate is None:
+        return None
+    if not _number(rate):
+        raise EvidenceError("observed.external_hit_rate", "must be a number or null")
+    return finite_float(rate)
+
+
+def _parse_pairs(pairs: Any) -> list[dict] | None:
+    if pairs is None:
+        return None
+    if not isinstance(pairs, list):
+        raise EvidenceError("observed.aa_pairs", "must be a list")
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, dict) or not all(isinstance(pair.get(s), dict) for s in ("a", "b")):
+            raise EvidenceError(
+                f"observed.aa_pairs[{i}]", "must be {repetition, a: metrics, b: metrics}"
+            )
+    return pairs

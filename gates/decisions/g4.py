@@ -1,0 +1,301 @@
+"""G4 stability soak: crashes, error rate, throughput drift and TTFT p99 change between change-point
+segments (ruptures), memory growth (Theil-Sen) and unobserved time. Pure; imports no Django.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import ruptures
+from scipy import stats
+
+from gates.decisions.clauses import SpecFieldError, finite_float
+from gates.decisions.validity import EvidenceError, read_count, read_number
+
+LIMIT_KEYS = (
+    "max_crashes",
+    "max_error_rate_pct",
+    "max_throughput_drift_pct",
+    "max_ttft_p99_change_pct",
+    "max_memory_growth_mib_per_h",
+    "max_unobserved_pct",
+)
+# A shift must last this many windows to count as a change point rather than a blip.
+MIN_SEGMENT_WINDOWS = 3
+MEMORY_CONFIDENCE = 0.90
+MAX_SLOPE_SAMPLES = 1000
+NOISE_FLOOR = 0.005  # relative to the median level
+MIB = 2**20
+
+
+def decide_g4(spec: Any, windows: Any, context: Any = None) -> dict:
+    """The G4 verdict over soak windows; context may give {"started_at", "ended_at"} (unix s)."""
+    limits = _parse_spec(spec)
+    items = _parse_windows(windows)
+    started, ended = _parse_context(context, items)
+    if not items:
+        return _result(spec, limits, "inconclusive", ["no soak windows were collected"], [], [])
+    span = {
+        "started_at": started,
+        "ended_at": ended,
+        "duration_s": limits["duration_s"],
+        "observed_s": ended - started,
+    }
+    finished = ended >= started + limits["duration_s"] - limits["window_s"]
+    rows = [
+        _crash_row(items, limits["max_crashes"]),
+        _error_row(items, limits["max_error_rate_pct"]),
+        _level_row(
+            "throughput_drift", items, "output_throughput", -1, limits["max_throughput_drift_pct"]
+        ),
+        _level_row("ttft_p99_change", items, "ttft_p99_ms", 1, limits["max_ttft_p99_change_pct"]),
+        _memory_row(items, limits["max_memory_growth_mib_per_h"]),
+        _unobserved_row(items, span, limits["max_unobserved_pct"]),
+    ]
+    if not finished:
+        _mark_unfinished(rows, span)
+    verdict = _combine([row["verdict"] for row in rows])
+    reasons = [f"{row['check']}: {row['cause']}" for row in rows if row["verdict"] == verdict]
+    return _result(spec, limits, verdict, reasons, rows, span)
+
+
+def _result(spec: dict, limits: dict, verdict: str, reasons: list, rows: list, span: Any) -> dict:
+    return {
+        "gate": "G4",
+        "spec_version": spec.get("version"),
+        "verdict": verdict,
+        "reasons": reasons,
+        "clauses": rows,
+        "validity": [],
+        "inputs": {"limits": limits, "span": span or None},
+    }
+
+
+def _combine(verdicts: list[str]) -> str:
+    for verdict in ("invalid", "fail", "inconclusive"):
+        if verdict in verdicts:
+            return verdict
+    return "pass"
+
+
+def _mark_unfinished(rows: list[dict], span: dict) -> None:
+    # Only a crash count is final before the end: it can only grow. Everything else may change.
+    done = f"soak ran {span['observed_s'] / 3600:.2f} of {span['duration_s'] / 3600:.2f} h"
+    for row in rows:
+        if not (row["check"] == "crashes" and row["verdict"] == "fail"):
+            row["verdict"], row["cause"] = "inconclusive", f"{done}; so far: {row['cause']}"
+
+
+def _row(check: str, verdict: str, observed: Any, limit: Any, cause: str, **extra: Any) -> dict:
+    return {
+        "check": check,
+        "verdict": verdict,
+        "observed": observed,
+        "limit": limit,
+        "cause": cause,
+        **extra,
+    }
+
+
+def _crash_row(items: list[dict], limit: int) -> dict:
+    crashed = [item["seq"] for item in items if item["crashed"]]
+    verdict = "fail" if len(crashed) > limit else "pass"
+    return _row(
+        "crashes",
+        verdict,
+        len(crashed),
+        limit,
+        f"{len(crashed)} crash(es) (limit {limit})",
+        crashed_windows=crashed,
+    )
+
+
+def _error_row(items: list[dict], limit: float) -> dict:
+    completed = sum(item["completed"] or 0 for item in items)
+    failed = sum(item["failed"] or 0 for item in items)
+    if completed + failed == 0:
+        return _row("error_rate", "inconclusive", None, limit, "no requests were counted")
+    rate = 100 * failed / (completed + failed)
+    verdict = "pass" if rate <= limit else "fail"
+    return _row(
+        "error_rate",
+        verdict,
+        rate,
+        limit,
+        f"{failed:g} of {completed + failed:g} requests failed ({rate:.3f} %)",
+        completed=completed,
+        failed=failed,
+    )
+
+
+def _level_row(check: str, items: list[dict], key: str, worse: int, limit: float) -> dict:
+    """Worst later segment level against the first segment, in percent; `worse` is the sign
+    of a harmful change (-1: a drop in throughput hurts, +1: a rise in latency hurts)."""
+    series = [
+        (item["seq"], item[key]) for item in items if not item["crashed"] and item[key] is not None
+    ]
+    if len(series) < 2:
+        return _row(check, "inconclusive", None, limit, f"{len(series)} usable window(s) of {key}")
+    values = np.array([value for _, value in series])
+    breaks = change_points(values)
+    levels = [float(np.median(part)) for part in np.split(values, breaks)]
+    if levels[0] <= 0:
+        return _row(check, "inconclusive", None, limit, f"first segment of {key} has level 0")
+    changes = [100 * (level / levels[0] - 1) for level in levels]
+    worst = max(changes, key=lambda change: worse * change)
+    harm = max(worse * worst, 0.0)
+    points = [
+        {"seq": series[b][0], "before": levels[i], "after": levels[i + 1]}
+        for i, b in enumerate(breaks)
+    ]
+    verdict = "pass" if harm <= limit else "fail"
+    cause = (
+        f"{len(breaks)} change point(s); worst segment {worst:+.2f} % against the first "
+        f"(limit {limit:g} %)"
+    )
+    return _row(check, verdict, harm, limit, cause, levels=levels, change_points=points)
+
+
+def change_points(values: np.ndarray) -> list[int]:
+    """Indices where the mean level shifts (PELT, l2 cost, BIC-like penalty on robust noise)."""
+    if len(values) < 2 * MIN_SEGMENT_WINDOWS:
+        return []
+    scale = float(np.median(np.abs(values))) or 1.0
+    signal = values / scale
+    # Noise from first differences with a robust scale, so the shifts themselves do not inflate it.
+    noise = stats.median_abs_deviation(np.diff(signal), scale="normal") / math.sqrt(2)
+    # Quantized values can give zero spread; below half a percent a shift is not worth a segment.
+    noise = max(noise, NOISE_FLOOR)
+    penalty = 2 * math.log(len(signal)) * noise**2
+    # KernelCPD with a linear kernel is PELT with the l2 cost, implemented in C.
+    model = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT_WINDOWS)
+    found = model.fit(signal.reshape(-1, 1)).predict(pen=penalty)
+    return [int(index) for index in found[:-1]]
+
+
+def _memory_row(items: list[dict], limit: float) -> dict:
+    samples = [
+        ((item["start"] + item["end"]) / 2, item["memory_bytes"])
+        for item in items
+        if item["memory_bytes"] is not None
+    ]
+    if len(samples) < 3 or len({time for time, _ in samples}) < 2:
+        return _row(
+            "memory_growth", "inconclusive", None, limit, f"{len(samples)} memory sample(s); need 3"
+        )
+    if len(samples) > MAX_SLOPE_SAMPLES:  # Theil-Sen holds every pairwise slope in memory
+        keep = np.linspace(0, len(samples) - 1, MAX_SLOPE_SAMPLES).round().astype(int)
+        samples = [samples[i] for i in keep]
+    hours = np.array([time for time, _ in samples]) / 3600
+    mib = np.array([value for _, value in samples]) / MIB
+    slope, _, low, high = stats.theilslopes(mib, hours, alpha=MEMORY_CONFIDENCE)
+    interval = f"[{low:.1f}, {high:.1f}] MiB/h at {MEMORY_CONFIDENCE:.0%}"
+    numbers = {"slope_low": float(low), "slope_high": float(high), "confidence": MEMORY_CONFIDENCE}
+    if high <= limit:
+        return _row("memory_growth", "pass", float(slope), limit, f"growth {interval}", **numbers)
+    if low > limit:
+        return _row("memory_growth", "fail", float(slope), limit, f"growth {interval}", **numbers)
+    return _row(
+        "memory_growth",
+        "inconclusive",
+        float(slope),
+        limit,
+        f"growth {interval} straddles {limit:g} MiB/h",
+        **numbers,
+    )
+
+
+def _unobserved_row(items: list[dict], span: dict, limit: float) -> dict:
+    start = span["started_at"]
+    stop = min(span["ended_at"], start + span["duration_s"])
+    covered, reach = 0.0, start
+    for item in sorted(items, key=lambda item: item["start"]):
+        low, high = max(item["start"], reach), min(item["end"], stop)
+        covered += max(high - low, 0.0)
+        reach = max(reach, min(item["end"], stop))
+    total = max(stop - start, 1e-9)
+    share = 100 * (1 - covered / total)
+    # Nobody watched the product then: a gap is a measurement problem, never a product fail.
+    verdict = "pass" if share <= limit else "invalid"
+    return _row(
+        "unobserved",
+        verdict,
+        share,
+        limit,
+        f"{share:.2f} % of {total / 3600:.2f} h unobserved (limit {limit:g} %)",
+    )
+
+
+def _parse_spec(spec: Any) -> dict:
+    if not isinstance(spec, dict):
+        raise SpecFieldError("(document)", "must be a JSON object")
+    duration, window = spec.get("duration_h"), spec.get("window_min")
+    if not _positive(duration):
+        raise SpecFieldError("duration_h", "must be a positive number")
+    if not _positive(window):
+        raise SpecFieldError("window_min", "must be a positive number")
+    raw = spec.get("limits")
+    if not isinstance(raw, dict):
+        raise SpecFieldError("limits", "must be an object")
+    limits: dict[str, Any] = {"duration_s": duration * 3600, "window_s": window * 60}
+    for key in LIMIT_KEYS:
+        if not _positive(raw.get(key), allow_zero=True):
+            raise SpecFieldError(f"limits.{key}", "must be a non-negative number")
+        limits[key] = raw[key]
+    return limits
+
+
+def _positive(value: Any, allow_zero: bool = False) -> bool:
+    if finite_float(value) is None:
+        return False
+    return value >= 0 if allow_zero else value > 0
+
+
+def _parse_windows(windows: Any) -> list[dict]:
+    if not isinstance(windows, list):
+        raise EvidenceError("windows", "must be a list")
+    by_seq: dict[int, dict] = {}
+    for i, raw in enumerate(windows):
+        window = _parse_window(raw, f"windows[{i}]")
+        earlier = by_seq.setdefault(window["seq"], window)
+        if earlier != window:
+            raise EvidenceError(
+                f"windows[{i}].seq", f"seq {window['seq']} twice with different data"
+            )
+    return sorted(by_seq.values(), key=lambda window: window["seq"])
+
+
+def _parse_window(raw: Any, field: str) -> dict:
+    if not isinstance(raw, dict):
+        raise EvidenceError(field, "must be an object")
+    seq = raw.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise EvidenceError(f"{field}.seq", "must be a non-negative integer")
+    start, end = read_number(raw, "start", field), read_number(raw, "end", field)
+    if start is None or end is None or end <= start:
+        raise EvidenceError(f"{field}.end", "start and end must be finite with end after start")
+    if not isinstance(raw.get("crashed"), bool):
+        raise EvidenceError(f"{field}.crashed", "must be true or false")
+    window = {"seq": seq, "start": start, "end": end, "crashed": raw["crashed"]}
+    for key in ("completed", "failed", "memory_bytes"):
+        window[key] = read_count(raw, key, field)
+    for key in ("output_throughput", "ttft_p99_ms"):
+        window[key] = read_count(raw, key, field)
+    return window
+
+
+def _parse_context(context: Any, items: list[dict]) -> tuple[float, float]:
+    if context is not None and not isinstance(context, dict):
+        raise EvidenceError("context", "must be an object or null")
+    context = context or {}
+    first = min((item["start"] for item in items), default=0.0)
+    last = max((item["end"] for item in items), default=0.0)
+    started = read_number(context, "started_at", "context")
+    ended = read_number(context, "ended_at", "context")
+    started = first if started is None else started
+    ended = max(last, started) if ended is None else ended
+    if ended < started:
+        raise EvidenceError("context.ended_at", "must not be before started_at")
+    return started, ended

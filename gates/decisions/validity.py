@@ -1,0 +1,249 @@
+"""G3 evidence: the measurements fed to the decision engine, parsed, and the validity rules that
+run before any clause. Pure: plain data in and out; imports no Django and does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from gates.decisions.clauses import G3Spec, finite_float
+
+# Which server settings each arm kind must run with: (prefix caching, offload).
+ARM_SETTINGS = {
+    "resident": (True, False),
+    "offload": (True, True),
+    "recompute": (False, False),
+}
+
+
+class EvidenceError(ValueError):
+    """Measurements or context the engine cannot read; `field` names the bad value."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    index: int
+    arm: str
+    kind: str
+    tier: int
+    repetition: int
+    metrics: dict
+    server: dict
+
+    @property
+    def label(self) -> str:
+        return f"{self.arm} tier {self.tier} repetition {self.repetition}"
+
+
+def parse_measurements(raw: Any, spec: G3Spec) -> list[Measurement]:
+    """Measurements as dataclasses; raises EvidenceError for shapes the programs never emit."""
+    if not isinstance(raw, list):
+        raise EvidenceError("measurements", "must be a list")
+    parsed = [_parse_measurement(item, i, spec) for i, item in enumerate(raw)]
+    seen: set[tuple[str, int, int]] = set()
+    for item in parsed:
+        key = (item.arm, item.tier, item.repetition)
+        if key in seen:
+            raise EvidenceError(f"measurements[{item.index}]", f"duplicate {item.label}")
+        seen.add(key)
+    return parsed
+
+
+def parse_context(raw: Any) -> dict:
+    if raw is None:
+        return {"kv_exceeds_vram": None}
+    if not isinstance(raw, dict):
+        raise EvidenceError("context", "must be an object or null")
+    flag = raw.get("kv_exceeds_vram")
+    if flag is not None and not isinstance(flag, bool):
+        raise EvidenceError("context.kv_exceeds_vram", "must be true, false or null")
+    return {"kv_exceeds_vram": flag}
+
+
+def read_number(container: dict, key: str, field: str) -> float | None:
+    """A numeric value or None when absent or not finite; other types are an EvidenceError."""
+    value = container.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise EvidenceError(f"{field}.{key}", f"must be a number, not {type(value).__name__}")
+    return finite_float(value)
+
+
+def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict) -> list[dict]:
+    """Every validity check, one dict each; `ok` is True, False (invalid) or None (unknown)."""
+    checks = [_kv_check(spec, context)] if spec.validity.require_kv_exceeds_vram else []
+    for item in measurements:
+        checks.extend(
+            [
+                _completed_check(item),
+                _failed_check(item, spec.validity.max_failed_pct),
+                _concurrency_check(item),
+                _arm_check(item),
+            ]
+        )
+        if item.kind == "offload" and spec.validity.min_external_hit_rate is not None:
+            checks.append(_hit_rate_check(item, spec.validity.min_external_hit_rate))
+    return checks
+
+
+def summarize_unknowns(checks: list[dict]) -> list[str]:
+    """One note per (check, arm) whose state could not be observed: said, never invalidating."""
+    counts = Counter((check["check"], check["arm"]) for check in checks if check["ok"] is None)
+    return [
+        f"{check} unknown for {count} measurement(s) of arm {arm}"
+        if arm
+        else f"{check} unknown (not invalidating)"
+        for (check, arm), count in sorted(
+            counts.items(), key=lambda item: (item[0][0], item[0][1] or "")
+        )
+    ]
+
+
+def _parse_measurement(item: Any, i: int, spec: G3Spec) -> Measurement:
+    where = f"measurements[{i}]"
+    if not isinstance(item, dict):
+        raise EvidenceError(where, "must be an object")
+    arm = item.get("arm")
+    if not isinstance(arm, str) or arm not in spec.arms:
+        raise EvidenceError(
+            f"{where}.arm", f"unknown arm {arm!r}; the spec's arms are {sorted(spec.arms)}"
+        )
+    tier = _integer(item.get("tier"), f"{where}.tier")
+    if tier not in spec.tiers:
+        raise EvidenceError(f"{where}.tier", f"tier {tier} is not one of {list(spec.tiers)}")
+    repetition = _integer(item.get("repetition"), f"{where}.repetition")
+    metrics = item.get("metrics")
+    if not isinstance(metrics, dict):
+        raise EvidenceError(f"{where}.metrics", "must be an object")
+    server = item.get("server")
+    if server is not None and not isinstance(server, dict):
+        raise EvidenceError(f"{where}.server", "must be an object or null")
+    return Measurement(i, arm, spec.arms[arm], tier, repetition, metrics, server or {})
+
+
+def _integer(value: Any, field: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise EvidenceError(field, "must be a non-negative integer")
+    return value
+
+
+def _check(
+    name: str, item: Measurement | None, observed: Any, limit: Any, ok: bool | None, why: str
+) -> dict:
+    where = f"{item.label}: " if item else ""
+    return {
+        "check": name,
+        "arm": item.arm if item else None,
+        "tier": item.tier if item else None,
+        "repetition": item.repetition if item else None,
+        "observed": observed,
+        "limit": limit,
+        "ok": ok,
+        "reason": where + why,
+    }
+
+
+def read_count(container: dict, key: str, field: str) -> float | None:
+    """Like read_number, for counts: a negative count is an EvidenceError."""
+    value = read_number(container, key, field)
+    if value is not None and value < 0:
+        raise EvidenceError(f"{field}.{key}", "must not be negative")
+    return value
+
+
+def _completed_check(item: Measurement) -> dict:
+    completed = read_count(item.metrics, "completed", f"measurements[{item.index}].metrics")
+    if completed is None:
+        return _check("completed", item, None, "> 0", None, "completed requests not reported")
+    ok = completed > 0
+    why = f"{completed:g} completed requests" if ok else "no completed requests"
+    return _check("completed", item, completed, "> 0", ok, why)
+
+
+def _failed_check(item: Measurement, limit: float) -> dict:
+    field = f"measurements[{item.index}].metrics"
+    completed = read_count(item.metrics, "completed", field)
+    failed = read_count(item.metrics, "failed", field)
+    # Percent of attempted requests, so a run that failed everything reads 100 %, not 0.
+    if completed is None or failed is None or completed + failed <= 0:
+        return _check("failed_pct", item, None, limit, None, "failed share not computable")
+    share = 100 * failed / (completed + failed)
+    ok = share <= limit
+    why = f"{share:.2f} % of requests failed (limit {limit:g} %)"
+    return _check("failed_pct", item, share, limit, ok, why)
+
+
+def _concurrency_check(item: Measurement) -> dict:
+    client = read_count(item.metrics, "max_concurrency", f"measurements[{item.index}].metrics")
+    peak = read_count(item.server, "peak_running", f"measurements[{item.index}].server")
+    observed = {"max_concurrency": client, "peak_running": peak}
+    known = [value for value in (client, peak) if value is not None]
+    if not known:
+        return _check("concurrency", item, observed, item.tier, None, "concurrency not reported")
+    low = min(known)
+    ok = low >= item.tier
+    why = f"reached concurrency {low:g} of target {item.tier}"
+    return _check("concurrency", item, observed, item.tier, ok, why)
+
+
+def _arm_check(item: Measurement) -> dict:
+    expected = dict(
+        zip(("prefix_caching", "offload_enabled"), ARM_SETTINGS[item.kind], strict=True)
+    )
+    observed = {name: item.server.get(name) for name in expected}
+    for name, value in observed.items():
+        if value is not None and not isinstance(value, bool):
+            raise EvidenceError(
+                f"measurements[{item.index}].server.{name}", "must be true, false or null"
+            )
+    wrong = [
+        name for name, value in observed.items() if value is not None and value != expected[name]
+    ]
+    if wrong:
+        said = ", ".join(f"{name}={observed[name]}" for name in wrong)
+        return _check(
+            "arm_config", item, observed, expected, False, f"a {item.kind} arm ran with {said}"
+        )
+    # Older servers do not export every setting: unknown is said, never held against the run.
+    if None in observed.values():
+        return _check(
+            "arm_config", item, observed, expected, None, "server settings not fully reported"
+        )
+    return _check("arm_config", item, observed, expected, True, f"ran as a {item.kind} arm")
+
+
+def _hit_rate_check(item: Measurement, floor: float) -> dict:
+    rate = read_number(item.server, "external_hit_rate", f"measurements[{item.index}].server")
+    if rate is None:
+        return _check(
+            "external_hit_rate", item, None, floor, None, "external hit rate not reported"
+        )
+    ok = rate >= floor
+    return _check(
+        "external_hit_rate",
+        item,
+        rate,
+        floor,
+        ok,
+        f"external hit rate {rate:.3f} (floor {floor:g})",
+    )
+
+
+def _kv_check(spec: G3Spec, context: dict) -> dict:
+    flag = context["kv_exceeds_vram"]
+    if flag is None:
+        return _check("kv_exceeds_vram", None, None, True, None, "KV working set vs VRAM unknown")
+    why = (
+        "the KV working set exceeds VRAM"
+        if flag
+        else "the KV working set fits in VRAM, so offload is never exercised"
+    )
+    return _check("kv_exceeds_vram", None, flag, True, flag, why)

@@ -1,0 +1,124 @@
+"""The figure panels of the gate and run pages: reads decisions and measurements, picks what to
+plot, and hands plain data to gates.charts.g3. Reads models only; no services, views or HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gates.charts import g2, g3
+from gates.decisions.clauses import METRICS
+from gates.models import Decision, Gate, Run
+
+FOREST_CAPTION = (
+    "Each marker is the measured effect with its confidence interval; the black tick is the "
+    "agreed bar and the shaded side meets it. A clause passes when its whole interval lies on "
+    "the shaded side, fails when it lies wholly outside, and is inconclusive when it straddles "
+    "the bar. Exact numbers are in the table below."
+)
+MEASUREMENTS_CAPTION = (
+    "Every arm's value in every repetition, per concurrency tier (log scale). Lines that wander "
+    "show drift; scatter between repetitions is the noise the intervals account for."
+)
+NOISE_CAPTION = (
+    "Two identical runs (A/A) per repetition. Right: how far A is from B in each repetition, and "
+    "the interval over all of them; it must lie inside the shaded noise floor."
+)
+HIT_CAPTION = (
+    "Share of prefix-cache lookups served from the offload tier during the hit-rate run; it "
+    "must reach the dashed floor, or the offload tier was not exercised."
+)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One figure on a page: `key` is the id of its json_script element."""
+
+    key: str
+    title: str
+    caption: str
+    figure: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GateDashboard:
+    """Figures that explain the verdict (above the clause table) and the evidence (below it)."""
+
+    verdict: list[Panel] = field(default_factory=list)
+    evidence: list[Panel] = field(default_factory=list)
+
+    @property
+    def has_figures(self) -> bool:
+        return bool(self.verdict or self.evidence)
+
+
+def gate_dashboard(gate: Gate) -> GateDashboard:
+    """The figures of the gate's latest engine decision: G3 and G2 have some, G1 and G4 none."""
+    decision = gate.decisions.filter(kind=Decision.Kind.ENGINE).first()
+    if decision is None or not isinstance(decision.result, Mapping):
+        return GateDashboard()
+    if gate.kind == Gate.Kind.G3:
+        return _g3_dashboard(decision)
+    if gate.kind == Gate.Kind.G2:
+        return GateDashboard(verdict=_g2_panels(decision.result))
+    return GateDashboard()
+
+
+def run_panels(run: Run) -> list[Panel]:
+    """The run's measurements per arm and repetition, once it has any."""
+    rows = measurement_rows(run)
+    if not rows:
+        return []
+    figure = g3.measurements_figure(rows, chart_metrics(run.spec.document))
+    return [Panel("figure-run-measurements", "Measurements so far", MEASUREMENTS_CAPTION, figure)]
+
+
+def measurement_rows(run: Run) -> list[dict[str, Any]]:
+    fields = ("arm", "tier", "repetition", "metrics")
+    return list(run.measurements.order_by("repetition", "tier", "arm").values(*fields))
+
+
+def chart_metrics(spec: Any) -> list[str]:
+    """What to plot for a run of this spec: its G3 clause metrics, or its G2 noise metric,
+    topped up with TTFT p50 and output throughput to two at least."""
+    document = spec if isinstance(spec, Mapping) else {}
+    wanted = [clause.get("metric") for clause in _mappings(document.get("clauses"))]
+    wanted += [noise.get("metric") for noise in _mappings([document.get("noise_floor")])]
+    found = [name for name in dict.fromkeys(wanted) if isinstance(name, str) and name in METRICS]
+    topped = found + [name for name in g3.DEFAULT_METRICS if name not in found]
+    return topped[: max(len(found), 2)][: g3.MAX_PLOTTED_METRICS]
+
+
+def _g3_dashboard(decision: Decision) -> GateDashboard:
+    forest = Panel(
+        "figure-forest",
+        "Each clause against its bar",
+        FOREST_CAPTION,
+        g3.forest_figure(decision.result),
+    )
+    run = decision.runs.order_by("-attempt").first()
+    rows = measurement_rows(run) if run is not None else []
+    if not rows:
+        return GateDashboard(verdict=[forest])
+    figure = g3.measurements_figure(rows, chart_metrics(decision.spec.document))
+    title = f"Measurements of run #{run.attempt}"
+    measured = Panel("figure-measurements", title, MEASUREMENTS_CAPTION, figure)
+    return GateDashboard(verdict=[forest], evidence=[measured])
+
+
+def _g2_panels(result: Mapping[str, Any]) -> list[Panel]:
+    rows = {row.get("check"): row for row in _mappings(result.get("clauses"))}
+    panels = []
+    if "noise_floor" in rows:
+        figure = g2.noise_floor_figure(rows["noise_floor"])
+        panels.append(Panel("figure-noise-floor", "A/A noise floor", NOISE_CAPTION, figure))
+    if "offload_hit" in rows:
+        figure = g2.hit_rate_figure(rows["offload_hit"])
+        panels.append(Panel("figure-hit-rate", "Offload tier hit rate", HIT_CAPTION, figure))
+    return panels
+
+
+def _mappings(value: Any) -> list[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []

@@ -1,0 +1,20 @@
+"""Page routes, in the `gates` namespace (the KV planner's pages included)."""
+
+from django.urls import path
+
+from gates.pages import planner, views
+
+app_name = "gates"
+
+urlpatterns = [
+    path("", views.engagement_list, name="engagement-list"),
+    path("engagements/<int:pk>/", views.engagement_detail, name="engagement-detail"),
+    path("gates/<int:pk>/", views.gate_detail, name="gate-detail"),
+    path("gates/<int:pk>/runs/start/", views.run_start, name="run-start"),
+    path("gates/<int:pk>/review/", views.gate_review, name="gate-review"),
+    path("gates/<int:pk>/spec/sign/", views.spec_sign, name="spec-sign"),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("planner/", planner.planner_page, name="planner"),
+    path("planner/engagements/<int:pk>/save/", planner.planner_save, name="planner-save"),
+]

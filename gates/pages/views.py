@@ -1,0 +1,196 @@
+"""Server-rendered pages. HTTP only: look up through tenancy, call a service, render."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from gates import services
+from gates.errors import ServiceError
+from gates.models import Decision, Engagement, Gate, Host, Run, ServiceHeartbeat
+from gates.pages import dashboards
+from gates.planner.spec_check import spec_kv_warning
+from gates.selectors import gate_clauses
+from gates.tenancy import get_visible_or_404, viewer_for_request, visible
+
+CANARY_STALE_S = 180
+
+
+@login_required
+@require_GET
+def engagement_list(request: HttpRequest) -> HttpResponse:
+    viewer = viewer_for_request(request)
+    engagements = visible(Engagement, viewer).select_related("organization")
+    return render(
+        request,
+        "gates/engagement_list.html",
+        {
+            "engagements": engagements.prefetch_related("gates"),
+            "viewer": viewer,
+        },
+    )
+
+
+@login_required
+@require_GET
+def engagement_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    viewer = viewer_for_request(request)
+    engagement = get_visible_or_404(
+        Engagement.objects.select_related("organization"), viewer, pk=pk
+    )
+    return render(
+        request,
+        "gates/engagement_detail.html",
+        {
+            "engagement": engagement,
+            "gates": engagement.gates.all(),
+            "viewer": viewer,
+        },
+    )
+
+
+@login_required
+@require_GET
+def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    viewer = viewer_for_request(request)
+    gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
+    spec = gate.current_spec
+    hosts = visible(Host, viewer).filter(organization_id=gate.engagement.organization_id)
+    kv_warning = spec_kv_warning(gate.engagement, spec.document) if gate.kind == "G3" else ""
+    return render(
+        request,
+        "gates/gate_detail.html",
+        {
+            "kv_warning": kv_warning,
+            "gate": gate,
+            "engagement": gate.engagement,
+            "spec": spec,
+            "viewer": viewer,
+            "spec_json": json.dumps(spec.document, indent=2) if spec else "",
+            "runs": gate.runs.select_related("host", "spec")[:50],
+            "decisions": gate.decisions.select_related("decided_by")[:20],
+            "clauses": gate_clauses(gate),
+            "hosts": hosts,
+            "can_start": viewer.can("run.start")
+            and gate.can_move_to(Gate.State.RUNNING)
+            and gate.state != Gate.State.RUNNING
+            and hosts.exists(),
+            "can_review": viewer.can("gate.review") and gate.stop_loss_review,
+            "dashboard": dashboards.gate_dashboard(gate),
+        },
+    )
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    viewer = viewer_for_request(request)
+    run = get_visible_or_404(
+        Run.objects.select_related("gate__engagement", "host", "spec"), viewer, pk=pk
+    )
+    return render(
+        request,
+        "gates/run_detail.html",
+        {
+            "run": run,
+            "gate": run.gate,
+            "engagement": run.gate.engagement,
+            "viewer": viewer,
+            "steps": run.steps.all(),
+            "decision": run.decisions.filter(kind=Decision.Kind.ENGINE).first(),
+            "can_cancel": viewer.can("run.cancel") and not run.is_ended,
+            "figures": dashboards.run_panels(run),
+        },
+    )
+
+
+@login_required
+@require_POST
+def run_start(request: HttpRequest, pk: int) -> HttpResponse:
+    viewer = viewer_for_request(request)
+    gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
+    host = (
+        visible(Host, viewer)
+        .filter(organization_id=gate.engagement.organization_id, pk=request.POST.get("host"))
+        .first()
+    )
+    try:
+        run = services.run_create(
+            actor=services.Actor.from_request(request), viewer=viewer, gate=gate, host=host
+        )
+    except ServiceError as error:
+        messages.error(request, error.detail)
+        return redirect("gates:gate-detail", pk=gate.pk)
+    return redirect("gates:run-detail", pk=run.pk)
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    viewer = viewer_for_request(request)
+    run = get_visible_or_404(Run, viewer, pk=pk)
+    try:
+        services.run_cancel(actor=services.Actor.from_request(request), viewer=viewer, run=run)
+        messages.info(request, "Cancel requested; the worker stops the host's processes.")
+    except ServiceError as error:
+        messages.error(request, error.detail)
+    return redirect("gates:run-detail", pk=run.pk)
+
+
+@login_required
+@require_POST
+def gate_review(request: HttpRequest, pk: int) -> HttpResponse:
+    """Stop-loss review: stop the engagement, or waive the gate, with a justification."""
+    viewer = viewer_for_request(request)
+    gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
+    action = (
+        services.engagement_stop if request.POST.get("action") == "stop" else services.gate_waive
+    )
+    try:
+        action(
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            gate=gate,
+            justification=request.POST.get("justification", ""),
+        )
+    except ServiceError as error:
+        messages.error(request, error.detail)
+    return redirect("gates:gate-detail", pk=gate.pk)
+
+
+@login_required
+@require_POST
+def spec_sign(request: HttpRequest, pk: int) -> HttpResponse:
+    viewer = viewer_for_request(request)
+    gate = get_visible_or_404(Gate, viewer, pk=pk)
+    try:
+        services.gate_spec_sign(
+            actor=services.Actor.from_request(request), viewer=viewer, spec=gate.current_spec
+        )
+        messages.info(request, f"Signed spec v{gate.current_spec.version}.")
+    except ServiceError as error:
+        messages.error(request, error.detail)
+    return redirect("gates:gate-detail", pk=gate.pk)
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness for load balancers and compose: the database answers; the worker canary age."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    beat = ServiceHeartbeat.objects.filter(name="worker").first()
+    age = (timezone.now() - beat.at).total_seconds() if beat else None
+    return JsonResponse(
+        {
+            "database": "ok",
+            "worker_canary_age_s": age,
+            "worker": "ok" if age is not None and age < CANARY_STALE_S else "stale",
+        }
+    )

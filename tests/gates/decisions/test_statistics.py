@@ -1,0 +1,168 @@
+"""Statistical tests of the G3 engine on synthetic repetitions with known truth (seeded, fast).
+
+Noise is lognormal per arm and per repetition with a coefficient of variation of 5-15 %; the
+offload/baseline ratio of one repetition therefore carries the noise of both arms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from gates.decisions import decide_g3
+from gates.decisions.clauses import parse_g3_spec
+from gates.decisions.inference import (
+    FAIL,
+    PASS,
+    SequentialPlan,
+    clause_margins,
+    decide_sequentially,
+    repetitions_needed,
+)
+from tests.gates.decisions.test_g3 import g3_spec, measurement
+
+SIMULATED_GATES = 20000  # Monte Carlo sd of a 5 % rate: 0.0015
+THRESHOLD_RATIO = 0.75  # the spec's 25 % reduction clause
+
+
+def simulate_log_ratios(rng, true_ratio, cvs, repetitions) -> np.ndarray:
+    """Per-repetition log(offload / baseline) with independent lognormal noise on each arm."""
+    sigma = np.sqrt(np.log1p(np.asarray(cvs) ** 2))[:, None]
+    shape = (len(cvs), repetitions)
+    offload = rng.normal(-(sigma**2) / 2, sigma, shape)
+    baseline = rng.normal(-(sigma**2) / 2, sigma, shape)
+    return math.log(true_ratio) + offload - baseline
+
+
+def engine_rates(log_ratios: np.ndarray, plan) -> tuple[float, float, float]:
+    outcome = decide_sequentially(clause_margins(log_ratios, "reduction", THRESHOLD_RATIO), plan)
+    passed = float(np.mean(outcome.verdict == PASS))
+    failed = float(np.mean(outcome.verdict == FAIL))
+    return passed, failed, 1 - passed - failed
+
+
+def spec_plan() -> SequentialPlan:
+    spec = parse_g3_spec(g3_spec())
+    return SequentialPlan(spec.min_repetitions, spec.max_repetitions, spec.confidence)
+
+
+@dataclass(frozen=True)
+class EveryLookAtFullAlpha:
+    """What a naive sequential gate does: look after every repetition at the full alpha."""
+
+    looks: tuple[int, ...] = (3, 4, 5, 6, 7, 8)
+    look_alphas: tuple[float, ...] = (0.10,) * 6
+
+
+def test_an_aa_comparison_passes_a_25_percent_reduction_clause_at_most_5_percent_of_the_time():
+    rng = np.random.default_rng(20260101)
+    cvs = rng.uniform(0.05, 0.15, SIMULATED_GATES)
+    passed, failed, _ = engine_rates(simulate_log_ratios(rng, 1.0, cvs, 8), spec_plan())
+    assert passed <= 0.05
+    assert failed >= 0.95  # with no effect at all the clause is shown to fail
+
+
+@pytest.mark.parametrize("cv", [0.05, 0.10, 0.15])
+def test_a_true_effect_exactly_at_the_threshold_is_mostly_inconclusive(cv):
+    rng = np.random.default_rng(7 + int(cv * 100))
+    cvs = np.full(SIMULATED_GATES, cv)
+    passed, failed, open_ = engine_rates(simulate_log_ratios(rng, 0.75, cvs, 8), spec_plan())
+    # 0.90 two-sided: at most 5 % on each side over all looks together
+    assert passed <= 0.05 and failed <= 0.05
+    assert open_ >= 0.88
+
+
+def test_looking_after_every_repetition_without_a_correction_would_break_the_declared_rate():
+    """The check above can fail: the naive plan passes a threshold-level effect far too often."""
+    rng = np.random.default_rng(99)
+    log_ratios = simulate_log_ratios(rng, 0.75, np.full(SIMULATED_GATES, 0.10), 8)
+    passed, failed, _ = engine_rates(log_ratios, EveryLookAtFullAlpha())
+    assert passed > 0.08 and failed > 0.08
+
+
+def test_a_true_40_percent_reduction_at_10_percent_noise_passes_95_percent_within_the_budget():
+    rng = np.random.default_rng(40)
+    log_ratios = simulate_log_ratios(rng, 0.60, np.full(SIMULATED_GATES, 0.10), 8)
+    passed, failed, _ = engine_rates(log_ratios, spec_plan())
+    assert passed >= 0.95
+    assert failed == 0.0
+
+
+def test_the_single_run_fixed_percentage_rule_passes_and_fails_on_noise():
+    """Side by side on the same data: one run per arm, pass if the observed reduction >= 25 %."""
+    rng = np.random.default_rng(5)
+    at_threshold = simulate_log_ratios(rng, 0.75, np.full(SIMULATED_GATES, 0.10), 8)
+    naive_pass = float(np.mean(at_threshold[:, 0] <= math.log(0.75)))
+    engine_pass, _, _ = engine_rates(at_threshold, spec_plan())
+    assert 0.4 < naive_pass < 0.6  # a coin flip either way
+    assert engine_pass < naive_pass / 8
+
+
+def test_the_power_estimate_is_met_by_the_sequential_plan_it_recommends():
+    sd = math.sqrt(2 * math.log1p(0.10**2))
+    budget = repetitions_needed(
+        true_ratio=0.60,
+        bound_ratio=0.75,
+        sd_log_ratio=sd,
+        confidence=0.90,
+        min_repetitions=3,
+        power=0.9,
+    )
+    assert budget is not None and 3 <= budget <= 8
+    rng = np.random.default_rng(11)
+    log_ratios = simulate_log_ratios(rng, 0.60, np.full(SIMULATED_GATES, 0.10), budget)
+    passed, _, _ = engine_rates(log_ratios, SequentialPlan(3, budget, 0.90))
+    assert passed >= 0.9
+
+
+def test_the_power_estimate_needs_more_repetitions_for_smaller_margins_and_none_at_the_bound():
+    sd = 0.14
+    needs = [
+        repetitions_needed(
+            true_ratio=ratio, bound_ratio=0.75, sd_log_ratio=sd, confidence=0.90, min_repetitions=3
+        )
+        for ratio in (0.5, 0.6, 0.68)
+    ]
+    assert needs[0] < needs[1] < needs[2]
+    assert (
+        repetitions_needed(
+            true_ratio=0.75, bound_ratio=0.75, sd_log_ratio=sd, confidence=0.9, min_repetitions=3
+        )
+        is None
+    )
+    # a true effect on the failing side needs repetitions to show the fail, too
+    assert (
+        repetitions_needed(
+            true_ratio=0.95, bound_ratio=0.75, sd_log_ratio=sd, confidence=0.9, min_repetitions=3
+        )
+        is not None
+    )
+
+
+def test_the_plan_splits_the_declared_error_budget_across_its_looks():
+    plan = spec_plan()
+    assert plan.looks == (3, 5, 8)
+    assert sum(plan.look_alphas) == pytest.approx(0.10)
+    assert all(alpha > 0 for alpha in plan.look_alphas)
+    assert plan.look_alphas[0] < plan.look_alphas[-1]  # early looks spend little
+
+
+def test_the_full_engine_agrees_with_the_vectorized_simulation():
+    """decide_g3 on dict measurements reaches the same verdicts as the path the tests simulate."""
+    rng = np.random.default_rng(3)
+    truths = rng.choice([0.6, 0.7, 0.75, 0.8, 1.0], size=150)
+    log_ratios = np.vstack([simulate_log_ratios(rng, truth, [0.10], 8)[0] for truth in truths])
+    expected = decide_sequentially(
+        clause_margins(log_ratios, "reduction", THRESHOLD_RATIO), spec_plan()
+    ).verdict
+    names = {PASS: "pass", FAIL: "fail", 0: "inconclusive"}
+    for row, code in zip(log_ratios, expected, strict=True):
+        rows = []
+        for rep, log_ratio in enumerate(row, start=1):
+            rows.append(measurement("baseline", rep, 1000.0))
+            rows.append(measurement("offload", rep, 1000.0 * math.exp(log_ratio)))
+        result = decide_g3(g3_spec(), rows, {"kv_exceeds_vram": True})
+        assert result["clauses"][0]["verdict"] == names[int(code)]

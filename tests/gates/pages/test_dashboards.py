@@ -1,0 +1,204 @@
+"""Gate and run pages embed the figures of the latest decision and of the run's measurements,
+recorded through the services and decided by the engine; other organizations still get 404."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from gates import services
+from gates.decisions import decide_g1, decide_g2, decide_g3
+from gates.models import Decision, Gate, Run
+from gates.pages.dashboards import chart_metrics, gate_dashboard, run_panels
+from runners.steps import StepProgress
+from tests.gates.charts.test_charts import (
+    CONTEXT,
+    estimate_traces,
+    synthetic_measurements,
+    template,
+)
+
+GIB = 2**30
+# What a host that meets the G1 template reports (an "80 GB" H100 is 81559 MiB).
+G1_FACTS = {
+    "gpu_inventory": {
+        "tool": "gpu-inventory",
+        "source": "nvidia-smi-xml",
+        "driver_version": "550.54.15",
+        "cuda_version": "12.4",
+        "rocm_version": None,
+        "gpus": [
+            {"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559.0}
+            for i in range(8)
+        ],
+    },
+    "vllm_version": "0.20.1",
+    "host_memory_bytes": 2048 * GIB,
+    "free_disk_bytes": 3000 * GIB,
+    "kernel": "6.8.0-49-generic",
+    "offload_tier": {"present": True, "capacity_gib": 1024.0},
+}
+
+
+def g2_observed(a_b: list[tuple[float, float]], hit_rate: float = 0.63) -> dict:
+    def run(ttft: float) -> dict:
+        return {"completed": 32, "failed": 0, "ttft_ms": {"median": ttft}}
+
+    return {
+        "health": {"healthy": True, "seconds": 40.0},
+        "equivalence": [{"prompt": i, "reference": "x", "offload": "x"} for i in range(5)],
+        "external_hit_rate": hit_rate,
+        "aa_pairs": [
+            {"repetition": i, "a": run(a), "b": run(b)} for i, (a, b) in enumerate(a_b, start=1)
+        ],
+    }
+
+
+def uploaded_run(actor, viewer, gate: Gate) -> Run:
+    """A run of uploaded results (running from the start): no host and no broker message, as
+    for an air-gapped host, so these tests need no worker."""
+    return services.run_create(
+        actor=actor, viewer=viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+    )
+
+
+def decide_uploaded(actor, viewer, gate: Gate, decide) -> Decision:
+    run = uploaded_run(actor, viewer, gate)
+    return services.decision_record(run_id=run.pk, result=decide(gate.current_spec.document))
+
+
+def open_g3(actor, viewer, engagement) -> Gate:
+    """Pass G1 and G2 through the engine, which opens G3 (and sends no alert)."""
+    g1, g2 = engagement.gates.get(kind="G1"), engagement.gates.get(kind="G2")
+    assert decide_uploaded(actor, viewer, g1, lambda s: decide_g1(s, G1_FACTS)).verdict == "pass"
+    aa = g2_observed([(1000.0, 1010.0), (1030.0, 1005.0), (990.0, 1000.0)])
+    assert decide_uploaded(actor, viewer, g2, lambda s: decide_g2(s, aa)).verdict == "pass"
+    return engagement.gates.get(kind="G3")
+
+
+def record_measurements(run: Run, rows: list[dict], planned: int | None = None) -> None:
+    """Record rows as a driver does: one bench step each, through a RunSession."""
+    session = services.RunSession.claim(run.pk)
+    steps = [
+        {"name": f"bench {r['arm']} c={r['tier']} r{r['repetition']}", "kind": "bench"}
+        for r in rows
+    ]
+    extra = [{"name": f"later step {i}", "kind": "bench"} for i in range(len(rows), planned or 0)]
+    session.append_steps(steps + extra)
+    for row in rows:
+        step, _ = session.next_step()
+        session.record(step, StepProgress(True, {}, [], measurement=row, log=f"{step['name']}\n"))
+    session.release()
+
+
+def record_g3_decision(actor, viewer, engagement, repetitions: int = 8) -> Decision:
+    """A G3 run with synthetic measurements, decided by the engine over what was recorded."""
+    gate = open_g3(actor, viewer, engagement)
+    run = uploaded_run(actor, viewer, gate)
+    rows = synthetic_measurements(repetitions)
+    record_measurements(run, rows)
+    result = decide_g3(gate.current_spec.document, rows, CONTEXT)
+    return services.decision_record(run_id=run.pk, result=result)
+
+
+def embedded(response, key: str) -> dict:
+    match = re.search(
+        rf'<script id="{key}" type="application/json">(.*?)</script>', response.content.decode()
+    )
+    assert match, f"no figure {key} on the page"
+    return json.loads(match.group(1))
+
+
+@pytest.mark.django_db
+def test_a_g3_gate_page_embeds_the_forest_plot_above_the_clause_table_and_the_measurements(
+    client, actor, vendor_viewer, engagement, customer_viewer
+):
+    decision = record_g3_decision(actor, vendor_viewer, engagement)
+    client.force_login(customer_viewer)
+    response = client.get(reverse("gates:gate-detail", args=[decision.gate_id]))
+    assert response.status_code == 200
+    forest = embedded(response, "figure-forest")
+    points = [x for trace in estimate_traces(forest) for x in trace["x"]]
+    assert sorted(points) == sorted(cell["estimate"] for cell in decision.result["clauses"])
+    measurements = embedded(response, "figure-measurements")
+    assert len(measurements["data"]) == 3 * 3 * 2  # arms x tiers x (TTFT p50, throughput)
+    html = response.content.decode()
+    assert html.index('data-figure="figure-forest"') < html.index("Latest verdict by clause")
+    assert html.index("Latest verdict by clause") < html.index('data-figure="figure-measurements"')
+    assert "/static/vendor/plotly.min.js" in html and "/static/gates/charts.js" in html
+
+
+@pytest.mark.django_db
+def test_a_customer_of_another_organization_still_gets_404_for_the_gate_and_the_run(
+    client, actor, vendor_viewer, engagement, other_owner
+):
+    decision = record_g3_decision(actor, vendor_viewer, engagement, repetitions=3)
+    client.force_login(other_owner)
+    assert client.get(reverse("gates:gate-detail", args=[decision.gate_id])).status_code == 404
+    run = decision.runs.get()
+    assert client.get(reverse("gates:run-detail", args=[run.pk])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_page_without_figures_does_not_load_plotly(client, engagement, customer_viewer):
+    client.force_login(customer_viewer)
+    response = client.get(reverse("gates:gate-detail", args=[engagement.gates.get(kind="G3").pk]))
+    html = response.content.decode()
+    assert "data-figure" not in html and "plotly.min.js" not in html
+
+
+@pytest.mark.django_db
+def test_a_g1_decision_keeps_its_check_table_and_draws_no_chart(actor, vendor_viewer, engagement):
+    g1 = engagement.gates.get(kind="G1")
+    decide_uploaded(actor, vendor_viewer, g1, lambda s: decide_g1(s, G1_FACTS))
+    assert not gate_dashboard(g1).has_figures
+
+
+@pytest.mark.django_db
+def test_a_g2_gate_page_shows_the_aa_noise_floor_and_the_hit_rate(
+    client, actor, vendor_viewer, engagement, customer_viewer
+):
+    open_g3(actor, vendor_viewer, engagement)
+    client.force_login(customer_viewer)
+    response = client.get(reverse("gates:gate-detail", args=[engagement.gates.get(kind="G2").pk]))
+    noise = embedded(response, "figure-noise-floor")
+    assert [trace["name"] for trace in noise["data"]][:2] == ["run A", "run B"]
+    assert noise["data"][0]["y"] == [1000.0, 1030.0, 990.0]
+    hit = embedded(response, "figure-hit-rate")
+    assert hit["data"][0]["x"] == [pytest.approx(63.0)]
+
+
+@pytest.mark.django_db
+def test_a_run_page_shows_its_measurements_once_it_has_any(
+    client, actor, vendor_viewer, engagement, customer_viewer
+):
+    gate = open_g3(actor, vendor_viewer, engagement)
+    run = uploaded_run(actor, vendor_viewer, gate)
+    client.force_login(customer_viewer)
+    url = reverse("gates:run-detail", args=[run.pk])
+    assert "data-figure" not in client.get(url).content.decode()
+    record_measurements(run, synthetic_measurements(2), planned=72)
+    response = client.get(url)
+    figure = embedded(response, "figure-run-measurements")
+    assert sum(len(trace["x"]) for trace in figure["data"]) == 2 * 9 * 2  # reps x cells x metrics
+    assert 'value="18"' in response.content.decode()  # progress 18 of 72 steps
+    assert len(run_panels(run)) == 1
+
+
+def test_runs_plot_their_clause_metrics_topped_up_to_two():
+    assert chart_metrics(template("G3")) == ["ttft_p50", "output_throughput"]
+    assert chart_metrics(template("G2")) == ["ttft_p50", "output_throughput"]
+    tpot = {"clauses": [{"metric": "tpot_p99"}, {"metric": "made_up"}]}
+    assert chart_metrics(tpot) == ["tpot_p99", "ttft_p50"]
+    many = {
+        "clauses": [
+            {"metric": m} for m in ("ttft_p50", "ttft_p99", "itl_p50", "e2el_p50", "tpot_p50")
+        ]
+    }
+    assert len(chart_metrics(many)) == 4
+    assert (
+        chart_metrics(None) == chart_metrics({"clauses": "x"}) == ["ttft_p50", "output_throughput"]
+    )
