@@ -114,14 +114,20 @@ class ResponseParser:
         return True
 
     def _data(self, now: float) -> bool:
+        if not self._take_body(now):
+            return False
+        if self._remaining == 0:
+            self._state = "crlf"
+        return True
+
+    def _take_body(self, now: float) -> bool:
+        """Hand up to `_remaining` buffered body bytes to on_body; False when none are here."""
         if not self._buffer:
             return False
         piece = self._buffer[: self._remaining]
         self._buffer = self._buffer[len(piece) :]
         self._remaining -= len(piece)
         self.on_body(piece, now)
-        if self._remaining == 0:
-            self._state = "crlf"
         return True
 
     def _crlf(self, now: float) -> bool:
@@ -141,12 +147,8 @@ class ResponseParser:
         return True
 
     def _length(self, now: float) -> bool:
-        if not self._buffer:
+        if not self._take_body(now):
             return False
-        piece = self._buffer[: self._remaining]
-        self._buffer = self._buffer[len(piece) :]
-        self._remaining -= len(piece)
-        self.on_body(piece, now)
         self.done = self._remaining == 0
         return True
 
