@@ -30,7 +30,6 @@ def _claim_until():
 
 
 LOG_LIMIT_CHARS = 64 * 1024
-DETACHED_KINDS = ("serve", "bench", "warmup")
 
 
 class ClaimLostError(ServiceError):
@@ -182,11 +181,11 @@ class RunSession:
 
 def run_remote_dirs(run: Run) -> list[str]:
     """The host directories of the run's detached processes (servers, benches) launched so far:
-    what to stop when the run ends, is canceled or is reaped."""
+    what to stop when the run ends, is canceled or is reaped. A step that launches one records
+    its run_dir, whatever its kind."""
     details = run.steps.exclude(state=RunStep.State.PENDING).values_list("detail", flat=True)
     return [
         detail["progress"]["run_dir"]
         for detail in details
-        if detail["step"].get("kind") in DETACHED_KINDS
-        and detail.get("progress", {}).get("run_dir")
+        if detail.get("progress", {}).get("run_dir")
     ]

@@ -127,3 +127,14 @@ def test_g1_evaluation_merges_the_facts_of_every_probe_and_records_the_decision(
     decision = session.run.gate.decisions.get()
     assert decision.result["inputs"]["facts"]["host_memory_bytes"] == 2048 * 2**30
     assert Run.objects.get(pk=session.run.pk).outcome == "completed"
+
+
+def test_every_step_that_launched_a_process_is_stopped_whatever_its_kind(session):
+    """run_remote_dirs keeps no list of kinds: a step that launched something says where."""
+    session.append_steps([{"name": "soak window 1", "kind": "soak"}])
+    launched = {"g3 offload c=8 r1": "/h/bench-1", "soak window 1": "/h/soak-1"}
+    while (current := session.next_step()) is not None:
+        step, _ = current
+        run_dir = launched.get(step["name"])
+        session.record(step, StepProgress(True, {"run_dir": run_dir} if run_dir else {}))
+    assert services.run_remote_dirs(session.run) == ["/h/bench-1", "/h/soak-1"]
