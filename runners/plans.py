@@ -12,7 +12,8 @@ from typing import Any
 
 Step = dict[str, Any]
 
-# Measurement arm names G2 uses (G3 uses the spec's arm roles).
+# Measurement arm names of G2's own cells (G3 uses the spec's arm roles). Defined here only:
+# gates.services.evaluation reads G2's cells by these, so renaming one cannot split the sides.
 AA_ARMS = ("aa_a", "aa_b")
 HIT_ARM = "offload_hit"
 WARMUP_PROMPTS = 4

@@ -1,14 +1,17 @@
-"""What tool outputs prove, as plain facts for the decision engine: a probe's G1 facts, and
-what a server's /metrics say about the arm it ran and its offload-tier hits.
+"""What tool outputs prove, as plain data for the decision engine: a bench cell's measurement,
+a probe's G1 facts, the greedy answers of G2, what a server's /metrics say about the arm it ran,
+and the raw files each keeps.
 
-Pure (adapters only): used by the gate programs and by uploaded results alike.
+Pure (adapters only): the one reading of results, for the gate programs and uploads alike.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 from runners import adapters
+from runners.adapters import AdapterError
 
 PROBE_TOOLS = {
     "vllm_version": "vllm-version",
@@ -17,6 +20,144 @@ PROBE_TOOLS = {
     "kernel": "uname",
     "rocm_version": "rocm-version",
 }
+# A kept file: its content and the name it came under (an uploaded file's name, a step's path).
+NamedFile = tuple[bytes, str]
+
+
+class ResultError(AdapterError):
+    """Tool output that cannot prove what its step needs; `field` names the input it came in.
+
+    An AdapterError (so a BenchmarkError on a remote run); the upload API answers it with 400.
+    """
+
+    def __init__(self, problem: str, *, source: str, field: str = "file"):
+        self.field = field
+        super().__init__(problem, source=source)
+
+
+@dataclass
+class Artifact:
+    name: str
+    tool: str
+    content: bytes
+
+
+@dataclass
+class Proof:
+    """What one tool output proves: the files to keep and the measurement or facts they give."""
+
+    artifacts: list[Artifact]
+    measurement: dict | None = None
+    facts: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement cell, the unique key of a Measurement; its files are kept under `label`,
+    so an uploaded cell and a fetched one keep the same names."""
+
+    arm: str
+    tier: int
+    repetition: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.arm}-c{self.tier}-r{self.repetition}"
+
+
+def metrics_scrape(
+    text: str | bytes, *, cell: Cell, moment: str, source: str
+) -> tuple[dict, Artifact]:
+    """One /metrics scrape around a bench ("before" or "after"): parsed, and the file to keep."""
+    content = text.encode() if isinstance(text, str) else text
+    parsed = _parse(content, "vllm-metrics", source=source, field=f"metrics_{moment}")
+    return parsed, Artifact(f"{cell.label}/metrics-{moment}.txt", "vllm-metrics", content)
+
+
+def bench_proof(
+    raw: bytes, *, cell: Cell, source: str, before: dict | None = None, after: dict | None = None
+) -> Proof:
+    """A bench result file -> the cell's measurement; with both /metrics scrapes (parsed), the
+    server facts that say which arm really ran."""
+    result = _parse(raw, "vllm-bench", source=source, field="file")
+    # A file may hold a sweep; the cell is the one run at its concurrency (or one unlabelled).
+    runs = [run for run in result["runs"] if run.get("max_concurrency") in (None, cell.tier)]
+    if len(runs) != 1:
+        raise ResultError(
+            f"expected one run at concurrency {cell.tier}, found {len(runs)}", source=source
+        )
+    artifact = Artifact(f"{cell.label}/result.json", "vllm-bench", raw)
+    server = _server(before, after) if before is not None and after is not None else None
+    measurement = {
+        "arm": cell.arm,
+        "tier": cell.tier,
+        "repetition": cell.repetition,
+        "metrics": runs[0],
+        "server": server,
+        "artifact": artifact.name,
+    }
+    return Proof([artifact], measurement=measurement)
+
+
+def bench_files_proof(
+    result: NamedFile,
+    *,
+    cell: Cell,
+    before: NamedFile | None = None,
+    after: NamedFile | None = None,
+) -> Proof:
+    """A bench cell from kept files (an upload): the result file and, when both were kept, the
+    /metrics texts before and after it."""
+    if before is None or after is None:
+        return bench_proof(result[0], cell=cell, source=result[1])
+    first, kept_first = metrics_scrape(before[0], cell=cell, moment="before", source=before[1])
+    last, kept_last = metrics_scrape(after[0], cell=cell, moment="after", source=after[1])
+    proof = bench_proof(result[0], cell=cell, source=result[1], before=first, after=last)
+    return Proof([*proof.artifacts, kept_first, kept_last], measurement=proof.measurement)
+
+
+def probe_proof(name: str, output: bytes, *, source: str, required: bool = False) -> Proof:
+    """One probe's output, kept as probes/<name>.txt, and its G1 facts. An unreadable output
+    gives none (G1 then finds the fact missing), or, when `required`, a ResultError."""
+    tool = probe_tool(name)
+    facts = probe_facts(name, output.decode("utf-8", "replace"))
+    if required and not facts:
+        raise ResultError(f"not readable as {tool} output for probe {name}", source=source)
+    return Proof([Artifact(f"probes/{name}.txt", tool, output)], facts=facts)
+
+
+def answers_proof(arm: str, output: bytes, *, source: str) -> Proof:
+    """Greedy completions as JSON lines ({"text": ...} each) -> the arm's answers for G2."""
+    try:
+        lines = [json.loads(line) for line in output.decode().splitlines() if line.strip()]
+        answers = [line["text"] if isinstance(line, dict) else str(line) for line in lines]
+    except (ValueError, KeyError, TypeError) as error:
+        # UnicodeDecodeError is a ValueError.
+        raise ResultError(
+            f"expected JSON lines with a 'text' field ({error})", source=source
+        ) from error
+    artifact = Artifact(f"g2/answers-{arm}.jsonl", "completions", output)
+    return Proof([artifact], facts={f"answers_{arm}": answers})
+
+
+def health_proof(seconds: float) -> Proof:
+    """How long the offload arm's server took to answer /health (G2), when told by a person."""
+    return Proof([], facts={"offload_healthy_after_s": seconds})
+
+
+def _server(before: dict, after: dict) -> dict:
+    try:
+        return server_facts(before, after)
+    except AdapterError as error:
+        # A counter that went backwards: the server restarted between the two scrapes.
+        raise ResultError(error.problem, source=error.source, field="metrics_after") from error
+
+
+def _parse(raw: bytes, tool: str, *, source: str, field: str) -> dict:
+    try:
+        return adapters.parse(raw, tool=tool, source=source)
+    except AdapterError as error:
+        raise ResultError(error.problem, source=error.source, field=field) from error
 
 
 def probe_tool(name: str) -> str:

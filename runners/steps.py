@@ -19,7 +19,14 @@ from runners import adapters
 from runners.commands import fill
 from runners.errors import BenchmarkError, SpecError
 from runners.plans import WARMUP_PROMPTS
-from runners.results import probe_facts, probe_tool, server_facts
+from runners.results import (
+    Artifact,
+    Cell,
+    answers_proof,
+    bench_proof,
+    metrics_scrape,
+    probe_proof,
+)
 from runners.transport import Transport
 from runners.workloads import workload_num_prefixes
 
@@ -49,13 +56,6 @@ class StepContext:
     @property
     def base_url(self) -> str:
         return f"http://{self.values['host_address']}:{self.values['port']}"
-
-
-@dataclass
-class Artifact:
-    name: str
-    tool: str
-    content: bytes
 
 
 @dataclass
@@ -96,14 +96,15 @@ def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     name = step["probe"]
     argv = fill(ctx.commands["probes"][name], _probe_values(ctx))
     result = ctx.transport.run(argv, timeout=SHORT_COMMAND_S)
-    artifact = Artifact(f"probes/{name}.txt", probe_tool(name), result.stdout.encode())
+    proof = probe_proof(name, result.stdout.encode(), source=step["name"])
     if not result.ok:
         reason = f"exit {result.exit_code}: {result.stderr.strip()[-300:]}"
         return StepProgress(
-            True, {"error": reason}, [artifact], facts={}, log=f"probe {name}: {reason}\n"
+            True, {"error": reason}, proof.artifacts, facts={}, log=f"probe {name}: {reason}\n"
         )
-    facts = probe_facts(name, result.stdout)
-    return StepProgress(True, {"facts": facts}, [artifact], facts=facts, log=f"probe {name}: ok\n")
+    return StepProgress(
+        True, {"facts": proof.facts}, proof.artifacts, facts=proof.facts, log=f"probe {name}: ok\n"
+    )
 
 
 def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -149,21 +150,12 @@ def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
     if not detail.get("launched"):
-        before = _metrics_text(ctx)
+        before, kept = _scrape(ctx, step, "before")
         _launch_bench(ctx, step, run_dir, step["workload"], step["tier"], step["seed"])
         return StepProgress(
             False,
-            {
-                "launched": True,
-                "run_dir": run_dir,
-                "since": time.time(),
-                "metrics_before": adapters.parse(before, tool="vllm-metrics"),
-            },
-            [
-                Artifact(
-                    f"{run_dir_name(run_dir)}/metrics-before.txt", "vllm-metrics", before.encode()
-                )
-            ],
+            {"launched": True, "run_dir": run_dir, "since": time.time(), "metrics_before": before},
+            [kept],
             log=f"{step['name']}: launched\n",
         )
     if not _bench_finished(ctx, step, run_dir, detail):
@@ -224,17 +216,13 @@ def _complete(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
             f"{result.stderr.strip()[-LOG_TAIL_BYTES:]}",
             step=step["name"],
         )
-    try:
-        answers = [json.loads(line)["text"] for line in result.stdout.splitlines() if line]
-    except (ValueError, KeyError, TypeError) as error:
-        raise BenchmarkError(
-            f"unreadable completions output: {error}", step=step["name"]
-        ) from error
+    proof = answers_proof(step["arm"], result.stdout.encode(), source=step["name"])
+    (answers,) = proof.facts.values()
     return StepProgress(
         True,
         {"answers": answers},
-        [Artifact(f"g2/answers-{step['arm']}.jsonl", "completions", result.stdout.encode())],
-        facts={f"answers_{step['arm']}": answers},
+        proof.artifacts,
+        facts=proof.facts,
         log=f"{step['name']}: {len(answers)} answers\n",
     )
 
@@ -286,29 +274,27 @@ def _collect_bench(ctx: StepContext, step: dict, run_dir: str, before: dict) -> 
     local = ctx.scratch / f"{Path(run_dir).name}.json"
     ctx.transport.get(f"{run_dir}/result.json", str(local))
     raw = local.read_bytes()
-    after = _metrics_text(ctx)
-    result = adapters.parse(raw, tool="vllm-bench", source=f"{step['name']} result.json")
-    metrics = result["runs"][0]
-    name = run_dir_name(run_dir)
-    server = server_facts(before, adapters.parse(after, tool="vllm-metrics"))
+    after, kept = _scrape(ctx, step, "after")
+    source = f"{step['name']} result.json"
+    proof = bench_proof(raw, cell=_cell(step), source=source, before=before, after=after)
+    metrics, server = proof.measurement["metrics"], proof.measurement["server"]
     return StepProgress(
         True,
         {"completed": metrics.get("completed"), "failed": metrics.get("failed"), "server": server},
-        [
-            Artifact(f"{name}/result.json", "vllm-bench", raw),
-            Artifact(f"{name}/metrics-after.txt", "vllm-metrics", after.encode()),
-        ],
-        measurement={
-            "arm": step["arm"],
-            "tier": step["tier"],
-            "repetition": step["repetition"],
-            "metrics": metrics,
-            "server": server,
-            "artifact": f"{name}/result.json",
-        },
+        [*proof.artifacts, kept],
+        measurement=proof.measurement,
         log=f"{step['name']}: {metrics.get('completed')} completed, "
         f"{metrics.get('failed')} failed\n",
     )
+
+
+def _scrape(ctx: StepContext, step: dict, moment: str) -> tuple[dict, Artifact]:
+    text = _metrics_text(ctx)
+    return metrics_scrape(text, cell=_cell(step), moment=moment, source=f"{step['name']} /metrics")
+
+
+def _cell(step: dict) -> Cell:
+    return Cell(step["arm"], step["tier"], step["repetition"])
 
 
 # Blocks on the host until the detached process writes its exit code, or $2 tenths of a

@@ -1,11 +1,9 @@
 """REST v1: results uploaded from air-gapped hosts, read by the same adapters as fetched ones.
 
-HTTP only: files are parsed by runners.adapters / runners.results (pure), stored by services.
+HTTP only: runners.results (pure) reads the files as it reads fetched ones; services store them.
 """
 
 from __future__ import annotations
-
-import json
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -18,8 +16,7 @@ from gates.api.runs import RunSerializer
 from gates.errors import ServiceError
 from gates.models import Run
 from gates.tenancy import get_visible_or_404, viewer_for_request
-from runners import adapters
-from runners.results import probe_facts, probe_tool, server_facts
+from runners import results
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 KINDS = ("bench", "probe", "answers", "health")
@@ -62,9 +59,13 @@ class RunResultsApi(APIView):
         run = get_visible_or_404(Run.objects.select_related("spec", "host"), viewer, pk=pk)
         data = UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        upload = _read(data.validated_data)
+        name, proof = _read(data.validated_data)
         services.run_upload_record(
-            actor=services.Actor.from_request(request), viewer=viewer, run=run, **upload
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            run=run,
+            name=name,
+            proof=proof,
         )
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
@@ -84,90 +85,38 @@ class RunDecideApi(APIView):
         return Response({"verdict": evaluation.verdict})
 
 
-def _read(data: dict) -> dict:
-    """What one upload proves: the files to keep, and the facts or measurement they give."""
-    return {"bench": _bench, "probe": _probe, "answers": _answers, "health": _health}[data["kind"]](
-        data
-    )
-
-
-def _bench(data: dict) -> dict:
-    raw, label = data["file"].read(), f"upload/{data['arm']}-c{data['tier']}-r{data['repetition']}"
-    result = _parse(raw, "vllm-bench", data["file"].name, "file")
-    runs = [r for r in result["runs"] if r.get("max_concurrency") in (None, data["tier"])]
-    if len(runs) != 1:
-        raise ServiceError(
-            f"{data['file'].name}: expected one run at concurrency "
-            f"{data['tier']}, found {len(runs)}",
-            field="file",
-        )
-    files = [(f"{label}/result.json", "vllm-bench", raw)]
-    server = None
-    if data.get("metrics_before") and data.get("metrics_after"):
-        before, after = data["metrics_before"].read(), data["metrics_after"].read()
-        server = server_facts(
-            _parse(before, "vllm-metrics", "metrics_before", "metrics_before"),
-            _parse(after, "vllm-metrics", "metrics_after", "metrics_after"),
-        )
-        files += [
-            (f"{label}/metrics-before.txt", "vllm-metrics", before),
-            (f"{label}/metrics-after.txt", "vllm-metrics", after),
-        ]
-    measurement = {
-        "arm": data["arm"],
-        "tier": data["tier"],
-        "repetition": data["repetition"],
-        "metrics": runs[0],
-        "server": server,
-        "artifact": files[0][0],
-    }
-    name = f"upload {data['arm']} c={data['tier']} r{data['repetition']}"
-    return {"name": name, "files": files, "measurement": measurement}
-
-
-def _probe(data: dict) -> dict:
-    raw = data["file"].read()
-    facts = probe_facts(data["probe"], raw.decode("utf-8", "replace"))
-    if not facts:
-        raise ServiceError(
-            f"{data['file'].name}: not readable as {probe_tool(data['probe'])} "
-            f"output for probe {data['probe']}",
-            field="file",
-        )
-    label = f"upload/probes/{data['probe']}.txt"
-    return {
-        "name": f"upload probe {data['probe']}",
-        "facts": facts,
-        "files": [(label, probe_tool(data["probe"]), raw)],
-    }
-
-
-def _answers(data: dict) -> dict:
-    raw = data["file"].read()
+def _read(data: dict) -> tuple[str, results.Proof]:
+    """The upload's step name, and what its files prove; a file that proves nothing is a 400
+    naming the form field it came in."""
+    read = {"bench": _bench, "probe": _probe, "answers": _answers, "health": _health}
     try:
-        lines = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
-        answers = [line["text"] if isinstance(line, dict) else str(line) for line in lines]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise ServiceError(
-            f"{data['file'].name}: expected JSON lines with a 'text' field ({error})", field="file"
-        ) from error
-    return {
-        "name": f"upload answers {data['arm']}",
-        "facts": {f"answers_{data['arm']}": answers},
-        "files": [(f"upload/answers-{data['arm']}.jsonl", "completions", raw)],
-    }
+        return read[data["kind"]](data)
+    except results.ResultError as error:
+        raise ServiceError(str(error), field=error.field) from error
 
 
-def _health(data: dict) -> dict:
-    return {
-        "name": "upload offload server health",
-        "files": [],
-        "facts": {"offload_healthy_after_s": data["seconds"]},
-    }
+def _bench(data: dict) -> tuple[str, results.Proof]:
+    cell = results.Cell(data["arm"], data["tier"], data["repetition"])
+    scrapes = {m: _named(data.get(f"metrics_{m}")) for m in ("before", "after")}
+    proof = results.bench_files_proof(_named(data["file"]), cell=cell, **scrapes)
+    return f"upload {cell.arm} c={cell.tier} r{cell.repetition}", proof
 
 
-def _parse(raw: bytes, tool: str, source: str, field: str) -> dict:
-    try:
-        return adapters.parse(raw, tool=tool, source=source)
-    except adapters.AdapterError as error:
-        raise ServiceError(str(error), field=field) from error
+def _probe(data: dict) -> tuple[str, results.Proof]:
+    content, source = _named(data["file"])
+    proof = results.probe_proof(data["probe"], content, source=source, required=True)
+    return f"upload probe {data['probe']}", proof
+
+
+def _answers(data: dict) -> tuple[str, results.Proof]:
+    content, source = _named(data["file"])
+    proof = results.answers_proof(data["arm"], content, source=source)
+    return f"upload answers {data['arm']}", proof
+
+
+def _health(data: dict) -> tuple[str, results.Proof]:
+    return "upload offload server health", results.health_proof(data["seconds"])
+
+
+def _named(upload) -> results.NamedFile | None:
+    return None if upload is None else (upload.read(), upload.name)

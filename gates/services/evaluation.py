@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from gates import decisions
 from gates.models import Run
 from gates.services.runs import decision_record
-
-AA_ARMS = ("aa_a", "aa_b")
+from runners.plans import AA_ARMS, HIT_ARM
 
 
 @dataclass
@@ -71,7 +70,7 @@ def run_g2_observed(run: Run) -> dict:
     reference = facts.get("answers_resident", [])
     offload = facts.get("answers_offload", [])
     healthy_after = _offload_healthy_after(run, facts)
-    hit = run.measurements.filter(arm="offload_hit").first()
+    hit = run.measurements.filter(arm=HIT_ARM).first()
     prompts = run.spec.document["equivalence"]["prompts"]
     return {
         "health": {"healthy": healthy_after is not None, "seconds": healthy_after},
@@ -105,10 +104,11 @@ def _offload_healthy_after(run: Run, facts: dict) -> float | None:
 
 
 def _aa_pairs(run: Run) -> list[dict]:
+    a, b = AA_ARMS
     rows = {(m.arm, m.repetition): m.metrics for m in run.measurements.filter(arm__in=AA_ARMS)}
     repetitions = sorted({r for _, r in rows})
     return [
-        {"repetition": r, "a": rows[("aa_a", r)], "b": rows[("aa_b", r)]}
+        {"repetition": r, "a": rows[(a, r)], "b": rows[(b, r)]}
         for r in repetitions
-        if ("aa_a", r) in rows and ("aa_b", r) in rows
+        if (a, r) in rows and (b, r) in rows
     ]

@@ -7,7 +7,6 @@ run's fencing token, so a task that lost its host's lease (or its claim) cannot 
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -18,8 +17,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gates.errors import ServiceError
-from gates.models import Artifact, Measurement, Run, RunStep
+from gates.models import Run, RunStep
 from gates.services.evaluation import Evaluation, run_evaluate
+from gates.services.results import run_result_store
 from gates.services.runs import run_assert_lease, run_mark_canceled
 
 MAX_STEP_DELIVERIES = 5
@@ -30,7 +30,6 @@ def _claim_until():
 
 
 LOG_LIMIT_CHARS = 64 * 1024
-DETACHED_KINDS = ("serve", "bench", "warmup")
 
 
 class ClaimLostError(ServiceError):
@@ -133,42 +132,16 @@ class RunSession:
                 **row.detail,
                 "progress": {**row.detail.get("progress", {}), **progress.detail},
             }
-            artifacts = {a.name: self._store_artifact(a) for a in progress.artifacts}
-            if progress.measurement is not None:
-                self._store_measurement(progress.measurement, artifacts)
-            if progress.facts:
-                row.detail["facts"] = {**row.detail.get("facts", {}), **progress.facts}
+            run_result_store(
+                step=row,
+                artifacts=progress.artifacts,
+                measurement=progress.measurement,
+                facts=progress.facts,
+            )
             if progress.done:
                 row.state, row.finished_at = RunStep.State.DONE, timezone.now()
             row.save(update_fields=["detail", "state", "finished_at"])
             self._update_progress(locked, log=progress.log)
-
-    def _store_artifact(self, artifact) -> Artifact:
-        stored, _ = Artifact.objects.get_or_create(
-            run=self.run,
-            name=artifact.name,
-            defaults={
-                "tool": artifact.tool,
-                "content": artifact.content,
-                "size": len(artifact.content),
-                "sha256": hashlib.sha256(artifact.content).hexdigest(),
-            },
-        )
-        return stored
-
-    def _store_measurement(self, measurement: dict, artifacts: dict) -> None:
-        # The unique key makes a re-recorded measurement (a redelivered task) a no-op.
-        Measurement.objects.get_or_create(
-            run=self.run,
-            arm=measurement["arm"],
-            tier=measurement["tier"],
-            repetition=measurement["repetition"],
-            defaults={
-                "metrics": measurement["metrics"],
-                "server": measurement.get("server"),
-                "artifact": artifacts.get(measurement.get("artifact")),
-            },
-        )
 
     def _update_progress(self, run: Run, log: str = "") -> None:
         """Progress, heartbeat and claim renewal on the run row `_check_writer` locked."""
@@ -208,11 +181,11 @@ class RunSession:
 
 def run_remote_dirs(run: Run) -> list[str]:
     """The host directories of the run's detached processes (servers, benches) launched so far:
-    what to stop when the run ends, is canceled or is reaped."""
+    what to stop when the run ends, is canceled or is reaped. A step that launches one records
+    its run_dir, whatever its kind."""
     details = run.steps.exclude(state=RunStep.State.PENDING).values_list("detail", flat=True)
     return [
         detail["progress"]["run_dir"]
         for detail in details
-        if detail["step"].get("kind") in DETACHED_KINDS
-        and detail.get("progress", {}).get("run_dir")
+        if detail.get("progress", {}).get("run_dir")
     ]

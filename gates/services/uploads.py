@@ -4,17 +4,17 @@ decision engine then decides the run."""
 
 from __future__ import annotations
 
-import hashlib
-
 from django.db import transaction
 from django.utils import timezone
 
 from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
-from gates.models import Artifact, Measurement, Run, RunStep
+from gates.models import Measurement, Run, RunStep
 from gates.services.audit import Actor, audit_record
 from gates.services.evaluation import Evaluation, run_evaluate
 from gates.services.execution import run_decision_context
+from gates.services.results import run_result_store
 from gates.tenancy import Viewer
+from runners import results
 
 
 class AlreadyUploadedError(ServiceError):
@@ -33,34 +33,33 @@ def run_upload_record(
     viewer: Viewer,
     run: Run,
     name: str,
-    files: list[tuple[str, str, bytes]],
-    facts: dict | None = None,
-    measurement: dict | None = None,
+    proof: results.Proof,
 ) -> RunStep:
-    """Store one upload: raw files (name, tool, bytes), and what they proved."""
+    """Store one upload named `name`: its raw files, and what they proved."""
     if not viewer.can("run.start"):
         raise NotAllowedError("you may not upload results")
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         _check_open_upload_run(run)
-        if run.steps.filter(name=name).exists():
-            raise AlreadyUploadedError(f"'{name}' was uploaded already", field="file")
-        stored = {label: _store(run, label, tool, content) for label, tool, content in files}
-        step = RunStep.objects.create(
+        _check_not_uploaded(run, name, proof.measurement)
+        step = RunStep(
             run=run,
             position=run.steps.count(),
             name=name,
             state=RunStep.State.DONE,
             started_at=timezone.now(),
             finished_at=timezone.now(),
-            detail={
-                "step": {"name": name, "kind": "upload"},
-                "facts": facts or {},
-                "files": {label: a.sha256 for label, a in stored.items()},
-            },
+            detail={"step": {"name": name, "kind": "upload"}, "facts": {}},
         )
-        if measurement is not None:
-            _store_measurement(run, measurement, stored.get(measurement["artifact"]))
+        stored = run_result_store(
+            step=step,
+            artifacts=proof.artifacts,
+            measurement=proof.measurement,
+            facts=proof.facts,
+            uploaded=True,
+        )
+        step.detail["files"] = {label: a.sha256 for label, a in stored.items()}
+        step.save()
         run.progress_total = run.progress_done = run.steps.count()
         run.save(update_fields=["progress_total", "progress_done"])
         audit_record(
@@ -116,36 +115,22 @@ def _check_minimum_repetitions(run: Run) -> None:
         )
 
 
-def _check_open_upload_run(run: Run) -> None:
-    if run.source != Run.Source.UPLOAD:
-        raise IllegalTransitionError("results can be uploaded only to an upload run", field="run")
-    if run.state != Run.State.RUNNING:
-        raise IllegalTransitionError(f"the run is {run.state}", field="run")
-
-
-def _store(run: Run, label: str, tool: str, content: bytes) -> Artifact:
-    return Artifact.objects.create(
-        run=run,
-        name=label,
-        tool=tool,
-        content=content,
-        size=len(content),
-        sha256=hashlib.sha256(content).hexdigest(),
-        uploaded=True,
-    )
-
-
-def _store_measurement(run: Run, measurement: dict, artifact: Artifact | None) -> None:
+def _check_not_uploaded(run: Run, name: str, measurement: dict | None) -> None:
+    """Storing is idempotent (a redelivered remote step); a person uploading twice is told."""
+    if run.steps.filter(name=name).exists():
+        raise AlreadyUploadedError(f"'{name}' was uploaded already", field="file")
+    if measurement is None:
+        return
     cell = {key: measurement[key] for key in ("arm", "tier", "repetition")}
     if Measurement.objects.filter(run=run, **cell).exists():
         raise AlreadyUploadedError(
             f"arm {cell['arm']} c={cell['tier']} repetition {cell['repetition']} has a result",
             field="repetition",
         )
-    Measurement.objects.create(
-        run=run,
-        **cell,
-        metrics=measurement["metrics"],
-        server=measurement.get("server"),
-        artifact=artifact,
-    )
+
+
+def _check_open_upload_run(run: Run) -> None:
+    if run.source != Run.Source.UPLOAD:
+        raise IllegalTransitionError("results can be uploaded only to an upload run", field="run")
+    if run.state != Run.State.RUNNING:
+        raise IllegalTransitionError(f"the run is {run.state}", field="run")

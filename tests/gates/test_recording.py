@@ -8,9 +8,11 @@ from django.utils import timezone
 from gates import services
 from gates.errors import LeaseLostError
 from gates.models import Artifact, Host, Measurement, Run
+from runners import plans
 from runners.steps import Artifact as StepArtifact
 from runners.steps import StepProgress
-from tests.simhosts import local_simhost
+from tests.gates.test_uploads import pass_gate
+from tests.simhosts import g2_spec, local_simhost
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +129,38 @@ def test_g1_evaluation_merges_the_facts_of_every_probe_and_records_the_decision(
     decision = session.run.gate.decisions.get()
     assert decision.result["inputs"]["facts"]["host_memory_bytes"] == 2048 * 2**30
     assert Run.objects.get(pk=session.run.pk).outcome == "completed"
+
+
+def test_every_step_that_launched_a_process_is_stopped_whatever_its_kind(session):
+    """run_remote_dirs keeps no list of kinds: a step that launched something says where."""
+    session.append_steps([{"name": "soak window 1", "kind": "soak"}])
+    launched = {"g3 offload c=8 r1": "/h/bench-1", "soak window 1": "/h/soak-1"}
+    while (current := session.next_step()) is not None:
+        step, _ = current
+        run_dir = launched.get(step["name"])
+        session.record(step, StepProgress(True, {"run_dir": run_dir} if run_dir else {}))
+    assert services.run_remote_dirs(session.run) == ["/h/bench-1", "/h/soak-1"]
+
+
+def test_g2_evaluation_reads_every_cell_the_g2_program_measures(
+    actor, vendor_viewer, engagement, customer_org, host, tmp_path
+):
+    """The arm names come from the plan; a renamed arm would leave G2 without pairs or hits."""
+    pass_gate(actor, vendor_viewer, engagement, "G1", host)
+    gate = engagement.gates.get(kind="G2")
+    services.gate_spec_update(actor=actor, gate=gate, document=g2_spec())
+    run = services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=gate, host=local_simhost(customer_org, tmp_path)
+    )
+    services.run_claim(run_id=run.pk)
+    session = services.RunSession.claim(run.pk)
+    session.append_steps(plans.plan_run(session.spec, []))
+    while (current := session.next_step()) is not None:
+        step, _ = current
+        cell = {key: step[key] for key in ("arm", "tier", "repetition")} if "tier" in step else {}
+        measurement = {**cell, "metrics": RESULT, "server": {"external_hit_rate": 0.4}}
+        session.record(step, StepProgress(True, measurement=measurement if cell else None))
+    observed = services.evaluation.run_g2_observed(session.run)
+    assert observed["external_hit_rate"] == 0.4
+    repetitions = g2_spec()["noise_floor"]["repetitions"]
+    assert [pair["repetition"] for pair in observed["aa_pairs"]] == list(range(1, repetitions + 1))

@@ -1,0 +1,123 @@
+"""runners.results on captured tool outputs: the one reading of a bench cell, a probe and the
+greedy answers, shared by the gate programs and the upload API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runners import adapters, results
+from runners.errors import BenchmarkError
+from runners.results import Cell, ResultError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+BENCH = (FIXTURES / "vllm-bench/er0080__bench_serve_v0.25.1__opt-125m_cpu.json").read_bytes()
+SWEEP = (
+    FIXTURES / "vllm-bench/er0080__sweep_v0.25.1__max_num_seqs4_conc2__summary.json"
+).read_bytes()
+IDLE = (FIXTURES / "vllm-metrics/er0080__metrics_vllm_0.25.1_idle.txt").read_bytes()
+LOADED = (FIXTURES / "vllm-metrics/er0080__metrics_vllm_0.25.1_loaded_128conc.txt").read_bytes()
+CELL = Cell("offload", 2, 1)  # the captured bench ran at max_concurrency 2
+
+
+def test_a_bench_result_gives_the_cells_measurement_and_keeps_the_file_under_the_cell():
+    proof = results.bench_proof(BENCH, cell=CELL, source="result.json")
+    assert proof.measurement == {
+        "arm": "offload",
+        "tier": 2,
+        "repetition": 1,
+        "metrics": adapters.parse(BENCH, tool="vllm-bench")["runs"][0],
+        "server": None,
+        "artifact": "offload-c2-r1/result.json",
+    }
+    assert [(a.name, a.tool, a.content) for a in proof.artifacts] == [
+        ("offload-c2-r1/result.json", "vllm-bench", BENCH)
+    ]
+
+
+def test_kept_scrapes_around_a_bench_give_its_server_facts_and_are_kept_too():
+    proof = results.bench_files_proof(
+        (BENCH, "result.json"), cell=CELL, before=(IDLE, "before.txt"), after=(LOADED, "after.txt")
+    )
+    expected = results.server_facts(
+        adapters.parse(IDLE, tool="vllm-metrics"), adapters.parse(LOADED, tool="vllm-metrics")
+    )
+    assert proof.measurement["server"] == expected and expected["prefix_caching"] is True
+    assert [a.name for a in proof.artifacts] == [
+        "offload-c2-r1/result.json",
+        "offload-c2-r1/metrics-before.txt",
+        "offload-c2-r1/metrics-after.txt",
+    ]
+
+
+def test_one_scrape_without_the_other_proves_no_server_facts():
+    proof = results.bench_files_proof((BENCH, "result.json"), cell=CELL, before=(IDLE, "b.txt"))
+    assert proof.measurement["server"] is None and len(proof.artifacts) == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "cell", "found"),
+    [(SWEEP, CELL, 2), (BENCH, Cell("offload", 8, 1), 0)],
+    ids=["two runs at the tier", "none at the tier"],
+)
+def test_a_file_without_exactly_one_run_at_the_cells_tier_is_refused(raw, cell, found):
+    with pytest.raises(ResultError, match=f"^sweep.json: expected one run .* found {found}$") as e:
+        results.bench_proof(raw, cell=cell, source="sweep.json")
+    assert e.value.field == "file"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "field"),
+    [
+        (b"not metrics", LOADED, "metrics_before"),
+        (IDLE, b"{}", "metrics_after"),
+        # Counters that go backwards: the server restarted between the scrapes.
+        (LOADED, IDLE, "metrics_after"),
+    ],
+    ids=["unreadable before", "unreadable after", "counter reset"],
+)
+def test_scrapes_that_cannot_be_read_are_refused_naming_their_field(before, after, field):
+    with pytest.raises(ResultError) as error:
+        results.bench_files_proof(
+            (BENCH, "result.json"), cell=CELL, before=(before, "b.txt"), after=(after, "a.txt")
+        )
+    assert error.value.field == field
+
+
+def test_an_unreadable_result_is_a_benchmark_error_naming_its_source():
+    with pytest.raises(ResultError, match=r"^bench c=2 result\.json: ") as error:
+        results.bench_proof(b"{broken", cell=CELL, source="bench c=2 result.json")
+    # On a remote run this ends the run as benchmark_error, never as a performance fail.
+    assert isinstance(error.value, BenchmarkError) and error.value.outcome == "benchmark_error"
+
+
+def test_a_probe_gives_its_facts_and_keeps_its_output():
+    output = (FIXTURES / "uname/debian12-firecracker-vm__uname_r.txt").read_bytes()
+    proof = results.probe_proof("kernel", output, source="probe kernel")
+    assert proof.facts == {"kernel": output.decode().strip()}
+    assert [(a.name, a.tool, a.content) for a in proof.artifacts] == [
+        ("probes/kernel.txt", "uname", output)
+    ]
+
+
+def test_an_unreadable_probe_gives_no_facts_unless_they_are_required():
+    proof = results.probe_proof("gpu_nvidia", b"<not-nvidia/>", source="smi.xml")
+    assert proof.facts == {} and proof.artifacts[0].name == "probes/gpu_nvidia.txt"
+    with pytest.raises(ResultError, match=r"^smi\.xml: not readable as gpu-inventory") as error:
+        results.probe_proof("gpu_nvidia", b"<not-nvidia/>", source="smi.xml", required=True)
+    assert error.value.field == "file"
+
+
+def test_completions_give_the_arms_answers_in_order():
+    output = b'{"text": "Paris"}\n\n{"text": " 42", "tokens": 2}\n'
+    proof = results.answers_proof("offload", output, source="answers.jsonl")
+    assert proof.facts == {"answers_offload": ["Paris", " 42"]}
+    assert proof.artifacts[0].name == "g2/answers-offload.jsonl"
+
+
+@pytest.mark.parametrize("output", [b'{"text": "a"}\n{broken\n', b'{"tokens": 2}\n', b"\xff\xfe"])
+def test_completions_that_are_not_json_lines_with_text_are_refused(output):
+    with pytest.raises(ResultError, match=r"^answers\.jsonl: expected JSON lines") as error:
+        results.answers_proof("resident", output, source="answers.jsonl")
+    assert error.value.field == "file"
