@@ -14,7 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gates.decisions.clauses import METRICS
+from gates.specs import METRICS
 
 # Same colours as the page's verdict badges (gates.css); shapes too, for colour-blind readers.
 VERDICT_STYLES: dict[str, tuple[str, str]] = {

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gates.decisions.clauses import SpecFieldError, finite_float
+from gates.decisions.clauses import finite_float
 from gates.decisions.validity import EvidenceError
 
 GIB = 2**30
@@ -53,9 +53,9 @@ def version_at_least(observed: str | None, minimum: str) -> bool | None:
     return None if have is None else have >= want
 
 
-def decide_g1(spec: Any, facts: Any) -> dict:
+def decide_g1(spec: dict, facts: Any) -> dict:
     """The G1 verdict: fail if any expectation is not met, inconclusive if any is unobserved."""
-    expect = _parse_expect(spec)
+    expect = dict(spec["expect"])
     observed = _parse_facts(facts)
     rows = [row for check in _CHECKS if (row := check(expect, observed)) is not None]
     failed = [f"{row['check']}: {row['cause']}" for row in rows if row["ok"] is False]
@@ -91,35 +91,6 @@ def _row(check: str, expected: Any, observed: Any, ok: bool | None, cause: str) 
 
 def _unobserved(check: str, expected: Any, what: str) -> dict:
     return _row(check, expected, None, None, f"{what} was not observed")
-
-
-def _parse_expect(spec: Any) -> dict:
-    if not isinstance(spec, dict) or not isinstance(spec.get("expect"), dict):
-        raise SpecFieldError("expect", "must be an object")
-    expect = dict(spec["expect"])
-    for key in ("gpu_model_pattern", "kernel_pattern"):
-        if expect.get(key) is not None:
-            try:
-                re.compile(expect[key])
-            except (re.error, TypeError) as error:
-                raise SpecFieldError(
-                    f"expect.{key}", f"is not a valid regular expression: {error}"
-                ) from error
-    for key in ("driver_min", "cuda_min", "rocm_min", "vllm_min"):
-        if expect.get(key) is not None and version_key(expect[key]) is None:
-            raise SpecFieldError(f"expect.{key}", f"cannot read version {expect[key]!r}")
-    for key in ("gpu_memory_min_gib", "host_memory_min_gib", "free_disk_min_gib"):
-        if expect.get(key) is not None and not _is_number(expect[key]):
-            raise SpecFieldError(f"expect.{key}", "must be a number or null")
-    count = expect.get("gpu_count")
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
-        raise SpecFieldError("expect.gpu_count", "must be a non-negative integer or null")
-    tier = expect.get("offload_tier")
-    if tier is not None and not isinstance(tier, dict):
-        raise SpecFieldError("expect.offload_tier", "must be an object or null")
-    if expect.get("gpu_vendor") not in (None, "nvidia", "amd"):
-        raise SpecFieldError("expect.gpu_vendor", "must be nvidia, amd or null")
-    return expect
 
 
 def _parse_facts(facts: Any) -> dict:

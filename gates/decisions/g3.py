@@ -38,10 +38,10 @@ from gates.decisions.validity import (
 _UNITS = {"reduction": " %", "gain": " %", "ratio": "x"}
 
 
-def decide_g3(spec: Any, measurements: Any, context: Any = None) -> dict:
+def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
     """The G3 verdict, every clause at every tier, the validity checks and the next step.
 
-    Raises ClauseError for a spec it cannot read and EvidenceError for malformed measurements.
+    Raises EvidenceError for malformed measurements.
     Missing, non-finite or non-positive metric values are not errors: the pair is dropped and
     said (cell `dropped`, gate `notes`), and a cell left without enough pairs is inconclusive.
     """

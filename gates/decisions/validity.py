@@ -89,7 +89,7 @@ def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict)
                 _arm_check(item),
             ]
         )
-        if item.kind == "offload" and spec.validity.min_external_hit_rate is not None:
+        if item.kind == "offload":
             checks.append(_hit_rate_check(item, spec.validity.min_external_hit_rate))
     return checks
 

@@ -13,14 +13,13 @@ from scipy import stats
 
 from gates.decisions import (
     KNOWN_METRICS,
-    ClauseError,
     EvidenceError,
     SpecFieldError,
     decide_g3,
     decide_gate,
     stop_loss_review,
 )
-from gates.decisions.clauses import CHANGE_KINDS
+from gates.specs import CHANGE_KINDS, validate_spec
 
 ARM_SERVER = {
     "baseline": {"prefix_caching": True, "offload_enabled": False},
@@ -56,6 +55,12 @@ def g3_spec(clauses: list[dict] | None = None, **changes) -> dict:
         "stop_loss": {"max_attempts": 2},
     }
     spec.update(changes)
+    return valid("G3", spec)
+
+
+def valid(kind: str, spec: dict) -> dict:
+    """`spec`, once the validator accepts it: the engines read only specs it accepted."""
+    assert validate_spec(kind, spec) == [], validate_spec(kind, spec)
     return spec
 
 
@@ -341,16 +346,9 @@ def test_malformed_measurements_raise_an_evidence_error_naming_the_field(mutate,
     assert caught.value.field == field
 
 
-def test_a_bad_spec_raises_a_clause_error_naming_the_field():
-    spec = g3_spec(repetitions={"min": 1, "max": 8})
-    with pytest.raises(ClauseError) as caught:
-        decide_g3(spec, [], CONTEXT)
-    assert caught.value.field == "repetitions.min"
-
-
 def test_the_engine_exposes_its_metric_names_and_change_kinds():
     assert {"ttft_p50", "ttft_p99", "tpot_p50", "output_throughput"} <= KNOWN_METRICS
-    assert {"reduction", "gain", "ratio"} == CHANGE_KINDS
+    assert {"reduction", "gain", "ratio"} == set(CHANGE_KINDS)
 
 
 def test_decide_gate_dispatches_on_the_gate_kind():
