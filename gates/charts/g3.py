@@ -14,6 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from gates.decisions.numbers import finite_float, metric_value
 from gates.specs import METRICS
 
 # Same colours as the page's verdict badges (gates.css); shapes too, for colour-blind readers.
@@ -94,15 +95,15 @@ def _add_clause_panel(
     labels = [_tier_label(cell) for cell in cells]
     unit = CHANGE_UNITS.get(str(cells[0].get("change")), "")
     for verdict, members in _by_verdict(
-        [c for c in cells if finite_number(c.get("estimate")) is not None]
+        [c for c in cells if finite_float(c.get("estimate")) is not None]
     ):
         figure.add_trace(_estimate_trace(verdict, members, unit, shown), row=row, col=1)
     figure.add_trace(_bar_trace(cells, unit, shown), row=row, col=1)
-    unknown = [cell for cell in cells if finite_number(cell.get("estimate")) is None]
+    unknown = [cell for cell in cells if finite_float(cell.get("estimate")) is None]
     if unknown:
         figure.add_trace(_unknown_trace(unknown), row=row, col=1)
     low, high = span_of([_cell_numbers(cell) for cell in cells])
-    threshold = finite_number(cells[0].get("threshold"))
+    threshold = finite_float(cells[0].get("threshold"))
     if threshold is not None and threshold < high:
         figure.add_vrect(x0=max(threshold, low), x1=high, row=row, col=1, **PASS_SHADE)
     suffix = {"%": " %", "x": "x"}.get(unit, "")
@@ -114,9 +115,9 @@ def _estimate_trace(
     verdict: str, cells: list[Mapping[str, Any]], unit: str, shown: set[str]
 ) -> go.Scatter:
     color, symbol = verdict_style(verdict)
-    estimates = [finite_number(cell.get("estimate")) for cell in cells]
-    highs = [finite_number(cell.get("high")) for cell in cells]
-    lows = [finite_number(cell.get("low")) for cell in cells]
+    estimates = [finite_float(cell.get("estimate")) for cell in cells]
+    highs = [finite_float(cell.get("high")) for cell in cells]
+    lows = [finite_float(cell.get("low")) for cell in cells]
     return go.Scatter(
         x=estimates,
         y=[_tier_label(cell) for cell in cells],
@@ -141,7 +142,7 @@ def _estimate_trace(
 
 
 def _bar_trace(cells: list[Mapping[str, Any]], unit: str, shown: set[str]) -> go.Scatter:
-    thresholds = [finite_number(cell.get("threshold")) for cell in cells]
+    thresholds = [finite_float(cell.get("threshold")) for cell in cells]
     return go.Scatter(
         x=thresholds,
         y=[_tier_label(cell) for cell in cells],
@@ -159,7 +160,7 @@ def _bar_trace(cells: list[Mapping[str, Any]], unit: str, shown: set[str]) -> go
 def _unknown_trace(cells: list[Mapping[str, Any]]) -> go.Scatter:
     """Cells without an interval: said in words at the bar, not drawn as a number."""
     return go.Scatter(
-        x=[finite_number(cell.get("threshold")) or 0.0 for cell in cells],
+        x=[finite_float(cell.get("threshold")) or 0.0 for cell in cells],
         y=[_tier_label(cell) for cell in cells],
         mode="text",
         text=["  no estimate yet" for _ in cells],
@@ -172,9 +173,9 @@ def _unknown_trace(cells: list[Mapping[str, Any]]) -> go.Scatter:
 
 
 def _cell_hover(cell: Mapping[str, Any], unit: str) -> str:
-    estimate, low, high = (finite_number(cell.get(key)) for key in ("estimate", "low", "high"))
+    estimate, low, high = (finite_float(cell.get(key)) for key in ("estimate", "low", "high"))
     interval = f"[{show_number(low, unit)}, {show_number(high, unit)}]"
-    confidence, n = finite_number(cell.get("confidence_at_look")), finite_number(cell.get("n"))
+    confidence, n = finite_float(cell.get("confidence_at_look")), finite_float(cell.get("n"))
     where = ""
     if confidence is not None and n is not None:
         where = f"<br>{confidence:.1%} interval after {n:g} repetitions"
@@ -182,13 +183,13 @@ def _cell_hover(cell: Mapping[str, Any], unit: str) -> str:
     cause = wrap_text(text_of(cell.get("cause")))
     return (
         f"<b>{cell_label(cell)}</b><br>{show_number(estimate, unit)} {interval}{where}"
-        f"<br>bar: at least {show_number(finite_number(cell.get('threshold')), unit)}"
+        f"<br>bar: at least {show_number(finite_float(cell.get('threshold')), unit)}"
         f"<br><b>{verdict}</b>{': ' + cause if cause else ''}"
     )
 
 
 def _cell_numbers(cell: Mapping[str, Any]) -> list[float | None]:
-    return [finite_number(cell.get(key)) for key in ("estimate", "low", "high", "threshold")]
+    return [finite_float(cell.get(key)) for key in ("estimate", "low", "high", "threshold")]
 
 
 def _clause_title(cell: Mapping[str, Any], *, with_bar: bool) -> str:
@@ -197,7 +198,7 @@ def _clause_title(cell: Mapping[str, Any], *, with_bar: bool) -> str:
     a, _, b = compare.partition("/")
     arms = f", {a} vs {b}" if a and b else (f", {compare}" if compare else "")
     title = f"{metric_label(cell.get('metric'))} {change}{arms}"
-    threshold = finite_number(cell.get("threshold"))
+    threshold = finite_float(cell.get("threshold"))
     if with_bar and threshold is not None:
         unit = CHANGE_UNITS.get(change, "")
         title += f": at least {threshold:g}{' %' if unit == '%' else unit}"
@@ -249,7 +250,11 @@ def measurements_figure(
                 if series:
                     trace = _arm_trace(arm, arms.index(arm), metric, series, shown)
                     figure.add_trace(trace, row=row, col=col)
-            values = [_metric_value(p["metrics"], metric) for p in points if p["tier"] == tier]
+            values = [
+                finite_float(metric_value(p["metrics"], metric))
+                for p in points
+                if p["tier"] == tier
+            ]
             ticks = log_ticks([v for v in values if v is not None and v > 0])
             if ticks:
                 labels = [_short(t) for t in ticks]
@@ -292,7 +297,7 @@ def _arm_trace(
     arm: str, index: int, metric: str, series: list[dict[str, Any]], shown: set[str]
 ) -> go.Scatter:
     series = sorted(series, key=lambda point: point["repetition"])
-    values = [_metric_value(point["metrics"], metric) for point in series]
+    values = [finite_float(metric_value(point["metrics"], metric)) for point in series]
     unit = metric_axis_title(metric).rpartition(", ")[2]
     color = ARM_COLORS[index % len(ARM_COLORS)]
     return go.Scatter(
@@ -335,14 +340,6 @@ def _short(value: float) -> str:
         if value >= size:
             return f"{value / size:g}{suffix}"
     return f"{value:g}"
-
-
-def _metric_value(metrics: Mapping[str, Any], name: str) -> float | None:
-    key, stat, _ = METRICS[name]
-    value = metrics.get(key)
-    if stat is not None:
-        value = value.get(stat) if isinstance(value, Mapping) else None
-    return finite_number(value)
 
 
 def _arm_rank(arm: str) -> tuple[int, str]:
@@ -423,16 +420,6 @@ def show_number(value: float | None, unit: str) -> str:
     if unit.strip() == "x":
         return f"{value:.2f}x"
     return f"{value:,.1f}{unit if unit.startswith(' ') else ' ' + unit}".rstrip()
-
-
-def finite_number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond float range
-        return None
-    return number if math.isfinite(number) else None
 
 
 def integer_or_none(value: Any) -> int | None:

@@ -6,9 +6,7 @@ module reads it and checks nothing again. Pure: imports no Django and does no I/
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
 
 from gates.specs import METRICS
 
@@ -58,15 +56,6 @@ class G3Spec:
     validity: ValidityLimits
 
 
-def metric_value(metrics: dict, name: str) -> Any:
-    """The raw value of a clause metric in one normalized run (None when the source lacks it)."""
-    key, stat, _ = METRICS[name]
-    value = metrics.get(key)
-    if stat is None:
-        return value
-    return value.get(stat) if isinstance(value, dict) else None
-
-
 def parse_clauses(spec: dict) -> list[Clause]:
     """The clauses of a valid G3 spec, "all" tiers spelt out."""
     tiers = tuple(spec["tiers"])
@@ -97,17 +86,6 @@ def _clause(item: dict, index: int, tiers: tuple[int, ...]) -> Clause:
     threshold = item["at_least"] if item["change"] == "ratio" else item["at_least_pct"]
     chosen = tiers if item["tiers"] == "all" else tuple(item["tiers"])
     return Clause(index, item["metric"], a, b, item["change"], float(threshold), chosen)
-
-
-def finite_float(value: Any) -> float | None:
-    """`value` as a float when it is a finite real number (never a bool), otherwise None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond float range
-        return None
-    return number if math.isfinite(number) else None
 
 
 def change_to_ratio(change: str, value: float) -> float:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gates.decisions.clauses import finite_float
+from gates.decisions.numbers import finite_float, is_number
 from gates.decisions.validity import EvidenceError
 
 GIB = 2**30
@@ -104,7 +104,7 @@ def _parse_facts(facts: Any) -> dict:
         if observed[key] is not None and not isinstance(observed[key], str):
             raise EvidenceError(f"facts.{key}", "must be a string or null")
     for key in ("host_memory_bytes", "free_disk_bytes"):
-        if observed[key] is not None and not _is_number(observed[key]):
+        if observed[key] is not None and not is_number(observed[key]):
             raise EvidenceError(f"facts.{key}", "must be a number or null")
     gpus = (observed["gpu_inventory"] or {}).get("gpus", [])
     if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
@@ -237,10 +237,6 @@ def _check_kernel(expect: dict, observed: dict) -> dict | None:
         return _unobserved("kernel", pattern, "the kernel release")
     ok = re.search(pattern, kernel) is not None
     return _row("kernel", pattern, kernel, ok, "matches" if ok else "does not match")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 _CHECKS: tuple[Callable[[dict, dict], dict | None], ...] = (

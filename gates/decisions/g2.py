@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from gates.decisions.clauses import finite_float, metric_value
 from gates.decisions.inference import t_interval
+from gates.decisions.numbers import finite_float, is_number, metric_value
 from gates.decisions.validity import EvidenceError, read_count
 
 # The G2 spec has no confidence field; the A/A interval uses this unless noise_floor gives one.
@@ -229,7 +229,7 @@ def _aa_log_ratios(metric: str, pairs: list[dict]) -> tuple[list[float], list[di
 def _positive(value: Any, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         raise EvidenceError(field, "the noise metric must be a number")
     number = finite_float(value)
     return number if number is not None and number > 0 else None
@@ -247,10 +247,6 @@ def _limits(spec: dict) -> dict:
         "max_noise_pct": float(noise["max_noise_pct"]),
         "confidence": float(noise.get("confidence", DEFAULT_NOISE_CONFIDENCE)),
     }
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _parse_observed(observed: Any) -> dict:
@@ -300,7 +296,7 @@ def _parse_equivalence(results: Any) -> list[dict] | None:
 def _parse_rate(rate: Any) -> float | None:
     if rate is None:
         return None
-    if not _number(rate):
+    if not is_number(rate):
         raise EvidenceError("observed.external_hit_rate", "must be a number or null")
     return finite_float(rate)
 

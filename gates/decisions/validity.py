@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gates.decisions.clauses import G3Spec, finite_float
+from gates.decisions.clauses import G3Spec
+from gates.decisions.numbers import finite_float, is_number
 
 # Which server settings each arm kind must run with: (prefix caching, offload).
 ARM_SETTINGS = {
@@ -72,7 +73,7 @@ def read_number(container: dict, key: str, field: str) -> float | None:
     value = container.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         raise EvidenceError(f"{field}.{key}", f"must be a number, not {type(value).__name__}")
     return finite_float(value)
 
