@@ -1,5 +1,6 @@
 """G1 arrival acceptance: expected inventory against observed facts, one check per expectation,
-and numeric-aware version comparison. Pure: plain data in and out; imports no Django.
+and version comparison (PEP 440 via packaging, with a fallback for vendor strings).
+Pure: plain data in and out; imports no Django.
 """
 
 from __future__ import annotations
@@ -8,16 +9,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from packaging.version import Version
+
 from gates.decisions.numbers import finite_float, is_number
 from gates.decisions.validity import EvidenceError
 
 GIB = 2**30
-# Digit runs are bounded: int() refuses strings of thousands of digits.
-_VERSION = re.compile(r"\s*v?(\d{1,30}(?:\.\d{1,30})*)(.*)", re.IGNORECASE | re.DOTALL)
-# Pre-releases sort before the release, post-releases after; a local "+cu124" changes nothing.
-# A stage must be the whole suffix ("rc1", ".post2"), so "-amd64" or "-1ubuntu" stay releases.
-_STAGES = {"dev": -4, "alpha": -3, "a": -3, "beta": -2, "b": -2, "rc": -1, "pre": -1, "post": 1}
-_STAGE = re.compile(r"(dev|alpha|a|beta|b|rc|pre|post)\.?(\d{0,30})")
+# The leading numeric release of a vendor string that is not PEP 440. Digit runs are bounded
+# (int() refuses thousands of digits), and a longer run is unreadable, not cut short.
+_RELEASE = re.compile(r"\s*v?([0-9]{1,30}(?:\.[0-9]{1,30})*)(?![0-9])", re.IGNORECASE)
 _FACT_KEYS = (
     "gpu_inventory",
     "vllm_version",
@@ -28,21 +28,21 @@ _FACT_KEYS = (
 )
 
 
-def version_key(text: str) -> tuple | None:
-    """A sortable key for a version string ("0.9.2" < "0.20.1" < "0.20.1.post1"), or None."""
-    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
+def version_key(text: str) -> Version | None:
+    """A comparable version ("0.9.2" < "0.20.1" < "0.20.1.post1"), or None when unreadable.
+
+    PEP 440 strings are read by packaging, local labels dropped ("0.20.1+rocm721" is 0.20.1;
+    a build for a platform is no newer). A vendor string that is not PEP 440, such as ROCm's
+    "6.2.41133-dd7f95766" or "6.0.0-amd64", counts as its leading numeric release.
+    """
+    if not isinstance(text, str):
         return None
-    release = [int(part) for part in match.group(1).split(".")]
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()  # 12.2 and 12.2.0 are the same release
-    suffix = match.group(2).split("+")[0].lower().lstrip(".-_")
-    found = _STAGE.fullmatch(suffix)
-    if found:
-        return (tuple(release), _STAGES[found.group(1)], int(found.group(2) or 0))
-    if re.fullmatch(r"\d{1,30}", suffix):
-        return (tuple(release), 1, int(suffix))  # "1.0-1" is a post-release in PEP 440
-    return (tuple(release), 0, 0)
+    try:
+        return Version(Version(text).public)
+    except ValueError:  # InvalidVersion, or a digit run longer than int() reads
+        pass
+    release = _RELEASE.match(text)
+    return Version(release.group(1)) if release else None
 
 
 def version_at_least(observed: str | None, minimum: str) -> bool | None:
