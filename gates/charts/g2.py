@@ -1,6 +1,5 @@
-"""Plotly figures of G2's evidence: the A/A noise floor and the offload hit rate.
-
-Pure, like gates/charts.py, whose shared styling helpers it uses.
+"""Plotly figures of G2's evidence: the A/A noise floor and the offload hit rate, in the look
+of style.py. Pure: plain dicts in, JSON-able figure dicts out; no Django, no I/O.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gates.charts.g3 import (
+from gates.charts.style import (
     ARM_COLORS,
     BAR_COLOR,
     FLOOR_SHADE,
@@ -186,6 +185,3 @@ def _pair_name(pair: Mapping[str, Any], index: int) -> str:
 
 def _difference(a: float | None, b: float | None) -> float | None:
     return (a / b - 1) * 100 if a is not None and b is not None and b > 0 else None
-
-
-# --- shared -------------------------------------------------------------------------------

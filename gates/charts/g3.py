@@ -1,48 +1,46 @@
-"""Plotly figures of a gate's evidence: the G3 forest plot and per-arm measurements (G2's
-figures are in gates/charts_g2.py). Pure: plain dicts in, JSON-able figure dicts out; no Django,
+"""Plotly figures of G3's evidence: the forest plot and per-arm measurements (G2's figures are in
+g2.py, the shared look in style.py). Pure: plain dicts in, JSON-able figure dicts out; no Django,
 no I/O. Every number is checked, so missing or broken values draw as gaps, never as errors.
 """
 
 from __future__ import annotations
 
-import html
 import math
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from gates.charts.style import (
+    ARM_COLORS,
+    BAR_COLOR,
+    FRAME_PX,
+    PASS_SHADE,
+    VERDICT_STYLES,
+    dicts_of,
+    empty_figure,
+    field_of,
+    finish_figure,
+    gap_between,
+    integer_or_none,
+    metric_axis_title,
+    metric_label,
+    show_number,
+    span_of,
+    text_of,
+    verdict_style,
+    wrap_text,
+)
 from gates.decisions.numbers import finite_float, metric_value
 from gates.specs import METRICS
 
-# Same colours as the page's verdict badges (gates.css); shapes too, for colour-blind readers.
-VERDICT_STYLES: dict[str, tuple[str, str]] = {
-    "pass": ("#1a7f37", "circle"),
-    "fail": ("#c62828", "x"),
-    "inconclusive": ("#b26a00", "diamond"),
-    "invalid": ("#667085", "square"),
-}
-OTHER_STYLE = ("#5b3cc4", "circle-open")
-BAR_COLOR = "#1d2330"
-PASS_SHADE = {"fillcolor": "#1a7f37", "opacity": 0.08, "line_width": 0, "layer": "below"}
-FLOOR_SHADE = {"fillcolor": "#1a7f37", "opacity": 0.08, "layer": "below", "line_dash": "dash"}
 TIER_AXIS = {"type": "category", "categoryorder": "array", "autorange": "reversed"}
-# Arms avoid green and red, which mean pass and fail on these pages.
-ARM_COLORS = ("#1f5fbf", "#e8710a", "#7b3fb5", "#128277", "#b5179e", "#5f6b7a")
 ARM_ORDER = ("baseline", "offload", "recompute", "aa_a", "aa_b")
 CHANGE_UNITS = {"reduction": "%", "gain": "%", "ratio": "x"}
-FAMILIES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "end-to-end latency"}
-THROUGHPUT_UNITS = {
-    "output_throughput": "tokens/s",
-    "total_token_throughput": "tokens/s",
-    "request_throughput": "requests/s",
-}
 DEFAULT_METRICS = ("ttft_p50", "output_throughput")
 MAX_PLOTTED_METRICS = 4
-FONT = {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 13}
-ROW_PX, PANEL_PX, FRAME_PX = 34, 70, 130
+ROW_PX, PANEL_PX = 34, 70
 
 
 # --- G3: the forest plot ------------------------------------------------------------------
@@ -266,20 +264,6 @@ def measurements_figure(
     return finish_figure(figure, FRAME_PX + 240 * len(names))
 
 
-def metric_label(name: Any) -> str:
-    """'TTFT p50', 'output throughput': a metric name as a customer reads it."""
-    text = text_of(name)
-    family, _, stat = text.partition("_")
-    if family in FAMILIES and stat:
-        return f"{FAMILIES[family]} {stat}"
-    return text.replace("_", " ") or "metric"
-
-
-def metric_axis_title(name: str) -> str:
-    unit = THROUGHPUT_UNITS.get(name) or ("ms" if name in METRICS else "")
-    return f"{metric_label(name)}, {unit}" if unit else metric_label(name)
-
-
 def _measurement(item: Mapping[str, Any]) -> dict[str, Any] | None:
     tier, repetition = integer_or_none(item.get("tier")), integer_or_none(item.get("repetition"))
     if tier is None or repetition is None:
@@ -346,60 +330,10 @@ def _arm_rank(arm: str) -> tuple[int, str]:
     return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)
 
 
-def finish_figure(figure: go.Figure, height: int) -> dict[str, Any]:
-    figure.update_layout(
-        template="none",
-        height=height,
-        font=FONT,
-        margin={"l": 60, "r": 30, "t": 80, "b": 50},
-        # Above every panel title, whatever the figure's height.
-        legend={"orientation": "h", "x": 0, "y": 1, "yref": "container", "yanchor": "top"},
-        hoverlabel={"align": "left"},
-    )
-    figure.update_xaxes(automargin=True)
-    figure.update_yaxes(automargin=True)
-    return _strict(figure.to_plotly_json())
-
-
-def _strict(value: Any) -> Any:
-    """The figure as strict JSON: arithmetic on extreme inputs (1e308 - -1e308) can still
-    overflow to infinity, which JSON.parse in the browser refuses; such a value becomes a gap."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _strict(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_strict(item) for item in value]
-    return value
-
-
-def empty_figure(message: str) -> dict[str, Any]:
-    figure = go.Figure()
-    figure.add_annotation(text=message, showarrow=False, font={"size": 15})
-    figure.update_xaxes(visible=False)
-    figure.update_yaxes(visible=False)
-    return finish_figure(figure, 200)
-
-
-def span_of(rows: list[list[float | None]]) -> tuple[float, float]:
-    values = [value for row in rows for value in row if value is not None]
-    if not values:
-        return 0.0, 1.0
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.12 or max(abs(high) * 0.1, 1.0)
-    if not math.isfinite(low - pad) or not math.isfinite(high + pad):
-        return low, high
-    return low - pad, high + pad
-
-
 def _rank(verdict: str) -> int:
     """Legend order pass, fail, inconclusive, invalid, whatever order the cells come in."""
     names = list(VERDICT_STYLES)
     return 100 * (names.index(verdict) + 1 if verdict in names else len(names) + 1)
-
-
-def verdict_style(verdict: str) -> tuple[str, str]:
-    return VERDICT_STYLES.get(verdict, OTHER_STYLE)
 
 
 def _first(shown: set[str], key: str) -> bool:
@@ -408,42 +342,3 @@ def _first(shown: set[str], key: str) -> bool:
         return False
     shown.add(key)
     return True
-
-
-def gap_between(start: float | None, end: float | None) -> float:
-    return max(end - start, 0.0) if start is not None and end is not None else 0.0
-
-
-def show_number(value: float | None, unit: str) -> str:
-    if value is None:
-        return "n/a"
-    if unit.strip() == "x":
-        return f"{value:.2f}x"
-    return f"{value:,.1f}{unit if unit.startswith(' ') else ' ' + unit}".rstrip()
-
-
-def integer_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def text_of(value: Any) -> str:
-    # Plotly renders a small HTML subset in text: spec-supplied names must not add markup.
-    return html.escape(str(value), quote=False) if value is not None else ""
-
-
-def wrap_text(text: str) -> str:
-    return "<br>".join(textwrap.wrap(text, 80, break_long_words=False))
-
-
-def field_of(container: Any, name: str) -> Any:
-    return container.get(name) if isinstance(container, Mapping) else None
-
-
-def mapping_or_empty(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def dicts_of(value: Any) -> list[Mapping[str, Any]]:
-    if not isinstance(value, list | tuple):
-        return []
-    return [item for item in value if isinstance(item, Mapping)]
