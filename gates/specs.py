@@ -302,7 +302,7 @@ def _g1_errors(expect: dict) -> list[FieldError]:
     for key in ("gpu_model_pattern", "kernel_pattern"):
         try:
             re.compile(expect.get(key) or "")
-        except re.error as error:
+        except (re.error, OverflowError) as error:  # OverflowError: a{4294967296}
             errors.append(
                 FieldError(f"expect.{key}", f"is not a valid regular expression: {error}")
             )

@@ -160,6 +160,7 @@ def test_the_rest_of_a_g3_spec_the_engine_reads_is_checked_too(mutate, field):
     [
         ({"gpu_model_pattern": "MI300X("}, "expect.gpu_model_pattern", "regular expression"),
         ({"kernel_pattern": "[6"}, "expect.kernel_pattern", "regular expression"),
+        ({"kernel_pattern": "6{4294967296}"}, "expect.kernel_pattern", "too large"),
         ({"vllm_min": "latest"}, "expect.vllm_min", "does not match"),
         ({"gpu_count": -1}, "expect.gpu_count", "minimum of 1"),
         ({"gpu_vendor": "intel"}, "expect.gpu_vendor", "is not one of"),
