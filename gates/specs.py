@@ -1,6 +1,7 @@
-"""Gate specs: the JSON contract of each gate kind, its schema, validation and defaults.
-
-Pure: plain JSON in, a list of field errors out. No Django.
+"""Gate specs: the JSON contract of each gate kind, its vocabulary (arm kinds, change kinds,
+metric names), its schema, the one validation and the defaults. The decision engine reads only
+specs this module accepted. Pure: plain JSON in, field errors out; imports no Django and nothing
+from gates.decisions (the engine imports this module, never the other way round).
 """
 
 from __future__ import annotations
@@ -8,17 +9,35 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 
 GATE_KINDS = ("G1", "G2", "G3", "G4")
 DATASETS = ["random", "prefix_repetition", "cold_recovery", "sharegpt"]
-ARM_KINDS = ["resident", "offload", "recompute"]
-CHANGE_KINDS = ["reduction", "gain", "ratio"]
+ARM_KINDS = ("resident", "offload", "recompute")
+CHANGE_KINDS = ("reduction", "gain", "ratio")
 TEMPLATES_DIR = Path(__file__).resolve().parent / "spec_templates"
+
+# A metric a spec may name -> (key in a normalized run's metrics, percentile key or None,
+# which way is better).
+_LATENCY_STATS = {"p50": "median", "p90": "p90", "p99": "p99", "mean": "mean"}
+METRICS: dict[str, tuple[str, str | None, str]] = {
+    f"{family}_{stat}": (f"{family}_ms", key, "lower")
+    for family in ("ttft", "tpot", "itl", "e2el")
+    for stat, key in _LATENCY_STATS.items()
+}
+METRICS.update(
+    {
+        name: (name, None, "higher")
+        for name in ("output_throughput", "request_throughput", "total_token_throughput")
+    }
+)
+KNOWN_METRICS = frozenset(METRICS)
 
 
 @dataclass(frozen=True)
@@ -47,7 +66,6 @@ def _obj(properties: dict, required: list[str] | None = None) -> dict:
     }
 
 
-NULLABLE_STR = {"type": ["string", "null"], "maxLength": 200}
 NULLABLE_NUMBER = {"type": ["number", "null"], "minimum": 0, "maximum": 1e9}
 VERSION_TEXT = {"type": ["string", "null"], "pattern": r"^[0-9][0-9A-Za-z.+_-]{0,39}$"}
 STOP_LOSS = _obj({"max_attempts": _integer(1, 10)})
@@ -77,10 +95,21 @@ SERVER = _obj(
     required=[],
 )
 
-G1_SCHEMA = _obj(
-    {
-        "gate": {"const": "G1"},
+
+def _gate(kind: str, sections: dict, *, server: bool = True) -> dict:
+    """A gate kind's spec: gate, version, its own sections and stop_loss; server is optional."""
+    required = {
+        "gate": {"const": kind},
         "version": _integer(1, 1_000_000),
+        **sections,
+        "stop_loss": STOP_LOSS,
+    }
+    return _obj({**required, **({"server": SERVER} if server else {})}, required=list(required))
+
+
+G1_SCHEMA = _gate(
+    "G1",
+    {
         "expect": _obj(
             {
                 "gpu_vendor": {"enum": ["nvidia", "amd", None]},
@@ -100,13 +129,12 @@ G1_SCHEMA = _obj(
             },
             required=["gpu_count"],
         ),
-        "stop_loss": STOP_LOSS,
-    }
+    },
+    server=False,
 )
-G2_SCHEMA = _obj(
+G2_SCHEMA = _gate(
+    "G2",
     {
-        "gate": {"const": "G2"},
-        "version": _integer(1, 1_000_000),
         "health": _obj({"timeout_s": _integer(1, 86_400)}),
         "equivalence": _obj(
             {
@@ -138,26 +166,15 @@ G2_SCHEMA = _obj(
             },
             required=["repetitions", "metric", "max_noise_pct", "tier", "workload"],
         ),
-        "server": SERVER,
-        "stop_loss": STOP_LOSS,
     },
-    required=[
-        "gate",
-        "version",
-        "health",
-        "equivalence",
-        "offload_hit",
-        "noise_floor",
-        "stop_loss",
-    ],
 )
 CLAUSE = _obj(
     {
         "metric": {"type": "string", "minLength": 1, "maxLength": 60},
         "compare": {"type": "string", "pattern": r"^[a-z_]{1,30}/[a-z_]{1,30}$"},
-        "change": {"enum": CHANGE_KINDS},
-        "at_least_pct": _number(0, 100_000),
-        "at_least": _number(0, 1_000_000),
+        "change": {"enum": list(CHANGE_KINDS)},
+        "at_least_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 100_000},
+        "at_least": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
         "tiers": {
             "oneOf": [
                 {"const": "all"},
@@ -167,15 +184,14 @@ CLAUSE = _obj(
     },
     required=["metric", "compare", "change", "tiers"],
 )
-G3_SCHEMA = _obj(
+G3_SCHEMA = _gate(
+    "G3",
     {
-        "gate": {"const": "G3"},
-        "version": _integer(1, 1_000_000),
         "workload": WORKLOAD,
         "arms": {
             "type": "object",
             "properties": {
-                role: {"enum": ARM_KINDS} for role in ("baseline", "offload", "recompute")
+                role: {"enum": list(ARM_KINDS)} for role in ("baseline", "offload", "recompute")
             },
             "required": ["baseline", "offload"],
             "additionalProperties": False,
@@ -197,26 +213,11 @@ G3_SCHEMA = _obj(
                 "require_kv_exceeds_vram": {"type": "boolean"},
             }
         ),
-        "server": SERVER,
-        "stop_loss": STOP_LOSS,
     },
-    required=[
-        "gate",
-        "version",
-        "workload",
-        "arms",
-        "tiers",
-        "repetitions",
-        "confidence",
-        "clauses",
-        "validity",
-        "stop_loss",
-    ],
 )
-G4_SCHEMA = _obj(
+G4_SCHEMA = _gate(
+    "G4",
     {
-        "gate": {"const": "G4"},
-        "version": _integer(1, 1_000_000),
         "duration_h": _number(0.01, 24 * 60),
         "window_min": _number(0.05, 24 * 60),
         "load": WORKLOAD,
@@ -230,13 +231,26 @@ G4_SCHEMA = _obj(
                 "max_unobserved_pct": _number(0, 100),
             }
         ),
-        "server": SERVER,
-        "stop_loss": STOP_LOSS,
     },
-    required=["gate", "version", "duration_h", "window_min", "load", "limits", "stop_loss"],
 )
 SCHEMAS = {"G1": G1_SCHEMA, "G2": G2_SCHEMA, "G3": G3_SCHEMA, "G4": G4_SCHEMA}
-_VALIDATORS = {kind: Draft202012Validator(schema) for kind, schema in SCHEMAS.items()}
+_TYPES = Draft202012Validator.TYPE_CHECKER
+# jsonschema counts 8.0 as an integer and lets NaN past every bound (NaN compares false);
+# the engine slices by repetitions and sums thresholds, so a contract number is a finite
+# number and a count is a JSON integer.
+_StrictValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=_TYPES.redefine_many(
+        {
+            "integer": lambda _, value: _TYPES.is_type(value, "integer") and isinstance(value, int),
+            "number": lambda _, value: (
+                _TYPES.is_type(value, "number")
+                and (not isinstance(value, float) or math.isfinite(value))
+            ),
+        }
+    ),
+)
+_VALIDATORS = {kind: _StrictValidator(schema) for kind, schema in SCHEMAS.items()}
 
 
 def validate_spec(kind: str, document: Any) -> list[FieldError]:
@@ -271,25 +285,80 @@ def with_version(document: dict, version: int) -> dict:
 
 
 def _semantic_errors(kind: str, document: dict) -> list[FieldError]:
+    """The rules a JSON schema cannot say, run once the document has the schema's shape."""
+    if kind == "G1":
+        return _g1_errors(document["expect"])
+    if kind == "G2":
+        return _metric_errors("noise_floor.metric", document["noise_floor"]["metric"])
     if kind == "G3":
         return _g3_errors(document)
-    if kind == "G4" and document["window_min"] > document["duration_h"] * 60:
+    if document["window_min"] > document["duration_h"] * 60:
         return [FieldError("window_min", "a window cannot be longer than the soak")]
     return []
 
 
-def _g3_errors(document: dict) -> list[FieldError]:
-    from gates.decisions import ClauseError, parse_clauses
+def _g1_errors(expect: dict) -> list[FieldError]:
+    errors = []
+    for key in ("gpu_model_pattern", "kernel_pattern"):
+        try:
+            re.compile(expect.get(key) or "")
+        except (re.error, OverflowError) as error:  # OverflowError: a{4294967296}
+            errors.append(
+                FieldError(f"expect.{key}", f"is not a valid regular expression: {error}")
+            )
+    return errors
 
+
+def _metric_errors(field: str, name: str) -> list[FieldError]:
+    if name in KNOWN_METRICS:
+        return []
+    return [FieldError(field, f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}")]
+
+
+def _g3_errors(document: dict) -> list[FieldError]:
     errors = []
     repetitions = document["repetitions"]
     if repetitions["min"] > repetitions["max"]:
         errors.append(FieldError("repetitions.min", "must not exceed repetitions.max"))
-    try:
-        parse_clauses(document)
-    except ClauseError as error:
-        errors.append(FieldError(error.field, error.message))
+    for i, clause in enumerate(document["clauses"]):
+        where = f"clauses[{i}]"
+        errors += _metric_errors(f"{where}.metric", clause["metric"])
+        errors += _compare_errors(f"{where}.compare", clause["compare"], document["arms"])
+        errors += _threshold_errors(where, clause)
+        errors += _clause_tier_errors(f"{where}.tiers", clause["tiers"], document["tiers"])
     return errors
+
+
+def _compare_errors(field: str, compare: str, arms: dict) -> list[FieldError]:
+    a, b = compare.split("/")
+    unknown = [role for role in (a, b) if role not in arms]
+    if unknown:
+        return [
+            FieldError(field, f"unknown arm {unknown[0]!r}; the spec's arms are {sorted(arms)}")
+        ]
+    if a == b:
+        return [FieldError(field, "compares an arm with itself")]
+    return []
+
+
+def _threshold_errors(where: str, clause: dict) -> list[FieldError]:
+    # A ratio is a bare factor (8.6x); a reduction or gain is in percent.
+    change = clause["change"]
+    key, other = ("at_least", "at_least_pct") if change == "ratio" else ("at_least_pct", "at_least")
+    if other in clause:
+        return [FieldError(f"{where}.{other}", f"does not apply to change {change!r}; use {key}")]
+    if key not in clause:
+        return [FieldError(f"{where}.{key}", f"is required for change {change!r}")]
+    if change == "reduction" and clause[key] >= 100:
+        return [FieldError(f"{where}.{key}", "a reduction must be below 100 %")]
+    return []
+
+
+def _clause_tier_errors(field: str, chosen: Any, tiers: list[int]) -> list[FieldError]:
+    odd = [] if chosen == "all" else [tier for tier in chosen if tier not in tiers]
+    if odd:
+        return [FieldError(field, f"tier {odd[0]} is not one of the spec's tiers {tiers}")]
+    return []
 
 
 def _field_errors(error) -> list[FieldError]:

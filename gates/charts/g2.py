@@ -1,6 +1,5 @@
-"""Plotly figures of G2's evidence: the A/A noise floor and the offload hit rate.
-
-Pure, like gates/charts.py, whose shared styling helpers it uses.
+"""Plotly figures of G2's evidence: the A/A noise floor and the offload hit rate, in the look
+of style.py. Pure: plain dicts in, JSON-able figure dicts out; no Django, no I/O.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gates.charts.g3 import (
+from gates.charts.style import (
     ARM_COLORS,
     BAR_COLOR,
     FLOOR_SHADE,
@@ -21,7 +20,6 @@ from gates.charts.g3 import (
     empty_figure,
     field_of,
     finish_figure,
-    finite_number,
     gap_between,
     integer_or_none,
     mapping_or_empty,
@@ -33,6 +31,7 @@ from gates.charts.g3 import (
     verdict_style,
     wrap_text,
 )
+from gates.decisions.numbers import finite_float
 
 
 def noise_floor_figure(row: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -50,12 +49,12 @@ def noise_floor_figure(row: Mapping[str, Any] | None) -> dict[str, Any]:
     )
     reps = [_pair_name(pair, i) for i, pair in enumerate(pairs)]
     for side, name, color in (("a", "run A", ARM_COLORS[0]), ("b", "run B", ARM_COLORS[1])):
-        values = [finite_number(pair.get(side)) for pair in pairs]
+        values = [finite_float(pair.get(side)) for pair in pairs]
         figure.add_trace(_side_trace(reps, values, name, color), row=1, col=1)
-    differences = [_difference(finite_number(p.get("a")), finite_number(p.get("b"))) for p in pairs]
+    differences = [_difference(finite_float(p.get("a")), finite_float(p.get("b"))) for p in pairs]
     figure.add_trace(_difference_trace(differences, reps), row=1, col=2)
     interval = _interval_trace(mapping_or_empty(row))
-    band = _floor_band(finite_number(field_of(row, "max_noise_pct")))
+    band = _floor_band(finite_float(field_of(row, "max_noise_pct")))
     if interval is not None:
         figure.add_trace(interval, row=1, col=2)
     if band is not None:
@@ -74,8 +73,8 @@ def noise_floor_figure(row: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def hit_rate_figure(row: Mapping[str, Any] | None) -> dict[str, Any]:
     """The offload tier's external prefix-cache hit rate against its floor, in percent."""
-    rate = finite_number(field_of(row, "external_hit_rate"))
-    floor = finite_number(field_of(row, "min_external_hit_rate"))
+    rate = finite_float(field_of(row, "external_hit_rate"))
+    floor = finite_float(field_of(row, "min_external_hit_rate"))
     figure = go.Figure()
     if rate is not None:
         color = verdict_style(text_of(field_of(row, "verdict")))[0]
@@ -140,12 +139,12 @@ def _difference_trace(differences: list[float | None], reps: list[str]) -> go.Sc
 
 
 def _interval_trace(row: Mapping[str, Any]) -> go.Scatter | None:
-    mean = finite_number(row.get("mean_log_ratio"))
-    low, high = finite_number(row.get("low_ratio")), finite_number(row.get("high_ratio"))
+    mean = finite_float(row.get("mean_log_ratio"))
+    low, high = finite_float(row.get("low_ratio")), finite_float(row.get("high_ratio"))
     if mean is None or abs(mean) > 700:
         return None
     centre = (math.exp(mean) - 1) * 100
-    confidence = finite_number(row.get("confidence"))
+    confidence = finite_float(row.get("confidence"))
     color, symbol = verdict_style(text_of(row.get("verdict")))
     return go.Scatter(
         x=[centre],
@@ -186,6 +185,3 @@ def _pair_name(pair: Mapping[str, Any], index: int) -> str:
 
 def _difference(a: float | None, b: float | None) -> float | None:
     return (a / b - 1) * 100 if a is not None and b is not None and b > 0 else None
-
-
-# --- shared -------------------------------------------------------------------------------

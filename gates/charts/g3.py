@@ -1,47 +1,46 @@
-"""Plotly figures of a gate's evidence: the G3 forest plot and per-arm measurements (G2's
-figures are in gates/charts_g2.py). Pure: plain dicts in, JSON-able figure dicts out; no Django,
+"""Plotly figures of G3's evidence: the forest plot and per-arm measurements (G2's figures are in
+g2.py, the shared look in style.py). Pure: plain dicts in, JSON-able figure dicts out; no Django,
 no I/O. Every number is checked, so missing or broken values draw as gaps, never as errors.
 """
 
 from __future__ import annotations
 
-import html
 import math
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gates.decisions.clauses import METRICS
+from gates.charts.style import (
+    ARM_COLORS,
+    BAR_COLOR,
+    FRAME_PX,
+    PASS_SHADE,
+    VERDICT_STYLES,
+    dicts_of,
+    empty_figure,
+    field_of,
+    finish_figure,
+    gap_between,
+    integer_or_none,
+    metric_axis_title,
+    metric_label,
+    show_number,
+    span_of,
+    text_of,
+    verdict_style,
+    wrap_text,
+)
+from gates.decisions.numbers import finite_float, metric_value
+from gates.specs import METRICS
 
-# Same colours as the page's verdict badges (gates.css); shapes too, for colour-blind readers.
-VERDICT_STYLES: dict[str, tuple[str, str]] = {
-    "pass": ("#1a7f37", "circle"),
-    "fail": ("#c62828", "x"),
-    "inconclusive": ("#b26a00", "diamond"),
-    "invalid": ("#667085", "square"),
-}
-OTHER_STYLE = ("#5b3cc4", "circle-open")
-BAR_COLOR = "#1d2330"
-PASS_SHADE = {"fillcolor": "#1a7f37", "opacity": 0.08, "line_width": 0, "layer": "below"}
-FLOOR_SHADE = {"fillcolor": "#1a7f37", "opacity": 0.08, "layer": "below", "line_dash": "dash"}
 TIER_AXIS = {"type": "category", "categoryorder": "array", "autorange": "reversed"}
-# Arms avoid green and red, which mean pass and fail on these pages.
-ARM_COLORS = ("#1f5fbf", "#e8710a", "#7b3fb5", "#128277", "#b5179e", "#5f6b7a")
 ARM_ORDER = ("baseline", "offload", "recompute", "aa_a", "aa_b")
 CHANGE_UNITS = {"reduction": "%", "gain": "%", "ratio": "x"}
-FAMILIES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "end-to-end latency"}
-THROUGHPUT_UNITS = {
-    "output_throughput": "tokens/s",
-    "total_token_throughput": "tokens/s",
-    "request_throughput": "requests/s",
-}
 DEFAULT_METRICS = ("ttft_p50", "output_throughput")
 MAX_PLOTTED_METRICS = 4
-FONT = {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 13}
-ROW_PX, PANEL_PX, FRAME_PX = 34, 70, 130
+ROW_PX, PANEL_PX = 34, 70
 
 
 # --- G3: the forest plot ------------------------------------------------------------------
@@ -94,15 +93,15 @@ def _add_clause_panel(
     labels = [_tier_label(cell) for cell in cells]
     unit = CHANGE_UNITS.get(str(cells[0].get("change")), "")
     for verdict, members in _by_verdict(
-        [c for c in cells if finite_number(c.get("estimate")) is not None]
+        [c for c in cells if finite_float(c.get("estimate")) is not None]
     ):
         figure.add_trace(_estimate_trace(verdict, members, unit, shown), row=row, col=1)
     figure.add_trace(_bar_trace(cells, unit, shown), row=row, col=1)
-    unknown = [cell for cell in cells if finite_number(cell.get("estimate")) is None]
+    unknown = [cell for cell in cells if finite_float(cell.get("estimate")) is None]
     if unknown:
         figure.add_trace(_unknown_trace(unknown), row=row, col=1)
     low, high = span_of([_cell_numbers(cell) for cell in cells])
-    threshold = finite_number(cells[0].get("threshold"))
+    threshold = finite_float(cells[0].get("threshold"))
     if threshold is not None and threshold < high:
         figure.add_vrect(x0=max(threshold, low), x1=high, row=row, col=1, **PASS_SHADE)
     suffix = {"%": " %", "x": "x"}.get(unit, "")
@@ -114,9 +113,9 @@ def _estimate_trace(
     verdict: str, cells: list[Mapping[str, Any]], unit: str, shown: set[str]
 ) -> go.Scatter:
     color, symbol = verdict_style(verdict)
-    estimates = [finite_number(cell.get("estimate")) for cell in cells]
-    highs = [finite_number(cell.get("high")) for cell in cells]
-    lows = [finite_number(cell.get("low")) for cell in cells]
+    estimates = [finite_float(cell.get("estimate")) for cell in cells]
+    highs = [finite_float(cell.get("high")) for cell in cells]
+    lows = [finite_float(cell.get("low")) for cell in cells]
     return go.Scatter(
         x=estimates,
         y=[_tier_label(cell) for cell in cells],
@@ -141,7 +140,7 @@ def _estimate_trace(
 
 
 def _bar_trace(cells: list[Mapping[str, Any]], unit: str, shown: set[str]) -> go.Scatter:
-    thresholds = [finite_number(cell.get("threshold")) for cell in cells]
+    thresholds = [finite_float(cell.get("threshold")) for cell in cells]
     return go.Scatter(
         x=thresholds,
         y=[_tier_label(cell) for cell in cells],
@@ -159,7 +158,7 @@ def _bar_trace(cells: list[Mapping[str, Any]], unit: str, shown: set[str]) -> go
 def _unknown_trace(cells: list[Mapping[str, Any]]) -> go.Scatter:
     """Cells without an interval: said in words at the bar, not drawn as a number."""
     return go.Scatter(
-        x=[finite_number(cell.get("threshold")) or 0.0 for cell in cells],
+        x=[finite_float(cell.get("threshold")) or 0.0 for cell in cells],
         y=[_tier_label(cell) for cell in cells],
         mode="text",
         text=["  no estimate yet" for _ in cells],
@@ -172,9 +171,9 @@ def _unknown_trace(cells: list[Mapping[str, Any]]) -> go.Scatter:
 
 
 def _cell_hover(cell: Mapping[str, Any], unit: str) -> str:
-    estimate, low, high = (finite_number(cell.get(key)) for key in ("estimate", "low", "high"))
+    estimate, low, high = (finite_float(cell.get(key)) for key in ("estimate", "low", "high"))
     interval = f"[{show_number(low, unit)}, {show_number(high, unit)}]"
-    confidence, n = finite_number(cell.get("confidence_at_look")), finite_number(cell.get("n"))
+    confidence, n = finite_float(cell.get("confidence_at_look")), finite_float(cell.get("n"))
     where = ""
     if confidence is not None and n is not None:
         where = f"<br>{confidence:.1%} interval after {n:g} repetitions"
@@ -182,13 +181,13 @@ def _cell_hover(cell: Mapping[str, Any], unit: str) -> str:
     cause = wrap_text(text_of(cell.get("cause")))
     return (
         f"<b>{cell_label(cell)}</b><br>{show_number(estimate, unit)} {interval}{where}"
-        f"<br>bar: at least {show_number(finite_number(cell.get('threshold')), unit)}"
+        f"<br>bar: at least {show_number(finite_float(cell.get('threshold')), unit)}"
         f"<br><b>{verdict}</b>{': ' + cause if cause else ''}"
     )
 
 
 def _cell_numbers(cell: Mapping[str, Any]) -> list[float | None]:
-    return [finite_number(cell.get(key)) for key in ("estimate", "low", "high", "threshold")]
+    return [finite_float(cell.get(key)) for key in ("estimate", "low", "high", "threshold")]
 
 
 def _clause_title(cell: Mapping[str, Any], *, with_bar: bool) -> str:
@@ -197,7 +196,7 @@ def _clause_title(cell: Mapping[str, Any], *, with_bar: bool) -> str:
     a, _, b = compare.partition("/")
     arms = f", {a} vs {b}" if a and b else (f", {compare}" if compare else "")
     title = f"{metric_label(cell.get('metric'))} {change}{arms}"
-    threshold = finite_number(cell.get("threshold"))
+    threshold = finite_float(cell.get("threshold"))
     if with_bar and threshold is not None:
         unit = CHANGE_UNITS.get(change, "")
         title += f": at least {threshold:g}{' %' if unit == '%' else unit}"
@@ -249,7 +248,11 @@ def measurements_figure(
                 if series:
                     trace = _arm_trace(arm, arms.index(arm), metric, series, shown)
                     figure.add_trace(trace, row=row, col=col)
-            values = [_metric_value(p["metrics"], metric) for p in points if p["tier"] == tier]
+            values = [
+                finite_float(metric_value(p["metrics"], metric))
+                for p in points
+                if p["tier"] == tier
+            ]
             ticks = log_ticks([v for v in values if v is not None and v > 0])
             if ticks:
                 labels = [_short(t) for t in ticks]
@@ -259,20 +262,6 @@ def measurements_figure(
     figure.update_yaxes(type="log")
     figure.update_xaxes(title_text="repetition", dtick=1, row=len(names))
     return finish_figure(figure, FRAME_PX + 240 * len(names))
-
-
-def metric_label(name: Any) -> str:
-    """'TTFT p50', 'output throughput': a metric name as a customer reads it."""
-    text = text_of(name)
-    family, _, stat = text.partition("_")
-    if family in FAMILIES and stat:
-        return f"{FAMILIES[family]} {stat}"
-    return text.replace("_", " ") or "metric"
-
-
-def metric_axis_title(name: str) -> str:
-    unit = THROUGHPUT_UNITS.get(name) or ("ms" if name in METRICS else "")
-    return f"{metric_label(name)}, {unit}" if unit else metric_label(name)
 
 
 def _measurement(item: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -292,7 +281,7 @@ def _arm_trace(
     arm: str, index: int, metric: str, series: list[dict[str, Any]], shown: set[str]
 ) -> go.Scatter:
     series = sorted(series, key=lambda point: point["repetition"])
-    values = [_metric_value(point["metrics"], metric) for point in series]
+    values = [finite_float(metric_value(point["metrics"], metric)) for point in series]
     unit = metric_axis_title(metric).rpartition(", ")[2]
     color = ARM_COLORS[index % len(ARM_COLORS)]
     return go.Scatter(
@@ -337,62 +326,8 @@ def _short(value: float) -> str:
     return f"{value:g}"
 
 
-def _metric_value(metrics: Mapping[str, Any], name: str) -> float | None:
-    key, stat, _ = METRICS[name]
-    value = metrics.get(key)
-    if stat is not None:
-        value = value.get(stat) if isinstance(value, Mapping) else None
-    return finite_number(value)
-
-
 def _arm_rank(arm: str) -> tuple[int, str]:
     return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)
-
-
-def finish_figure(figure: go.Figure, height: int) -> dict[str, Any]:
-    figure.update_layout(
-        template="none",
-        height=height,
-        font=FONT,
-        margin={"l": 60, "r": 30, "t": 80, "b": 50},
-        # Above every panel title, whatever the figure's height.
-        legend={"orientation": "h", "x": 0, "y": 1, "yref": "container", "yanchor": "top"},
-        hoverlabel={"align": "left"},
-    )
-    figure.update_xaxes(automargin=True)
-    figure.update_yaxes(automargin=True)
-    return _strict(figure.to_plotly_json())
-
-
-def _strict(value: Any) -> Any:
-    """The figure as strict JSON: arithmetic on extreme inputs (1e308 - -1e308) can still
-    overflow to infinity, which JSON.parse in the browser refuses; such a value becomes a gap."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _strict(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_strict(item) for item in value]
-    return value
-
-
-def empty_figure(message: str) -> dict[str, Any]:
-    figure = go.Figure()
-    figure.add_annotation(text=message, showarrow=False, font={"size": 15})
-    figure.update_xaxes(visible=False)
-    figure.update_yaxes(visible=False)
-    return finish_figure(figure, 200)
-
-
-def span_of(rows: list[list[float | None]]) -> tuple[float, float]:
-    values = [value for row in rows for value in row if value is not None]
-    if not values:
-        return 0.0, 1.0
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.12 or max(abs(high) * 0.1, 1.0)
-    if not math.isfinite(low - pad) or not math.isfinite(high + pad):
-        return low, high
-    return low - pad, high + pad
 
 
 def _rank(verdict: str) -> int:
@@ -401,62 +336,9 @@ def _rank(verdict: str) -> int:
     return 100 * (names.index(verdict) + 1 if verdict in names else len(names) + 1)
 
 
-def verdict_style(verdict: str) -> tuple[str, str]:
-    return VERDICT_STYLES.get(verdict, OTHER_STYLE)
-
-
 def _first(shown: set[str], key: str) -> bool:
     """Show a legend entry once per figure, however many panels use it."""
     if key in shown:
         return False
     shown.add(key)
     return True
-
-
-def gap_between(start: float | None, end: float | None) -> float:
-    return max(end - start, 0.0) if start is not None and end is not None else 0.0
-
-
-def show_number(value: float | None, unit: str) -> str:
-    if value is None:
-        return "n/a"
-    if unit.strip() == "x":
-        return f"{value:.2f}x"
-    return f"{value:,.1f}{unit if unit.startswith(' ') else ' ' + unit}".rstrip()
-
-
-def finite_number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond float range
-        return None
-    return number if math.isfinite(number) else None
-
-
-def integer_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def text_of(value: Any) -> str:
-    # Plotly renders a small HTML subset in text: spec-supplied names must not add markup.
-    return html.escape(str(value), quote=False) if value is not None else ""
-
-
-def wrap_text(text: str) -> str:
-    return "<br>".join(textwrap.wrap(text, 80, break_long_words=False))
-
-
-def field_of(container: Any, name: str) -> Any:
-    return container.get(name) if isinstance(container, Mapping) else None
-
-
-def mapping_or_empty(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def dicts_of(value: Any) -> list[Mapping[str, Any]]:
-    if not isinstance(value, list | tuple):
-        return []
-    return [item for item in value if isinstance(item, Mapping)]

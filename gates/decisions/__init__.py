@@ -2,23 +2,26 @@
 kind to its engine, plus the stop-loss rule. Pure: plain data in, JSON-able dicts out; imports
 no Django and does no I/O (a test checks). G1 is in g1.py, G2 in g2.py, G3 in g3.py (with
 clauses.py, inference.py, validity.py), G4 in g4.py.
+
+Every engine reads a spec that gates.specs.validate_spec accepted (it runs where a spec is
+saved) and does not check it again; evidence is checked here and refused with EvidenceError.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gates.decisions.clauses import KNOWN_METRICS, ClauseError, SpecFieldError, parse_clauses
+from gates.decisions.clauses import parse_clauses
 from gates.decisions.g1 import decide_g1
 from gates.decisions.g2 import decide_g2
 from gates.decisions.g3 import decide_g3
 from gates.decisions.g4 import decide_g4
 from gates.decisions.validity import EvidenceError
+from gates.specs import KNOWN_METRICS
 
 __all__ = [
     "KNOWN_METRICS",
     "VERDICTS",
-    "ClauseError",
     "EvidenceError",
     "SpecFieldError",
     "decide_g1",
@@ -31,6 +34,15 @@ __all__ = [
 ]
 
 VERDICTS = ("pass", "fail", "inconclusive", "invalid", "infra_error")
+
+
+class SpecFieldError(ValueError):
+    """A value the dispatcher or the stop-loss rule cannot use; `field` names it."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
 
 
 def decide_gate(spec: Any, evidence: Any, context: Any = None) -> dict:

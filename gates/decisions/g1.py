@@ -1,5 +1,6 @@
 """G1 arrival acceptance: expected inventory against observed facts, one check per expectation,
-and numeric-aware version comparison. Pure: plain data in and out; imports no Django.
+and version comparison (PEP 440 via packaging, with a fallback for vendor strings).
+Pure: plain data in and out; imports no Django.
 """
 
 from __future__ import annotations
@@ -8,16 +9,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gates.decisions.clauses import SpecFieldError, finite_float
+from packaging.version import Version
+
+from gates.decisions.numbers import finite_float, is_number
 from gates.decisions.validity import EvidenceError
 
 GIB = 2**30
-# Digit runs are bounded: int() refuses strings of thousands of digits.
-_VERSION = re.compile(r"\s*v?(\d{1,30}(?:\.\d{1,30})*)(.*)", re.IGNORECASE | re.DOTALL)
-# Pre-releases sort before the release, post-releases after; a local "+cu124" changes nothing.
-# A stage must be the whole suffix ("rc1", ".post2"), so "-amd64" or "-1ubuntu" stay releases.
-_STAGES = {"dev": -4, "alpha": -3, "a": -3, "beta": -2, "b": -2, "rc": -1, "pre": -1, "post": 1}
-_STAGE = re.compile(r"(dev|alpha|a|beta|b|rc|pre|post)\.?(\d{0,30})")
+# The leading numeric release of a vendor string that is not PEP 440. Digit runs are bounded
+# (int() refuses thousands of digits), and a longer run is unreadable, not cut short.
+_RELEASE = re.compile(r"\s*v?([0-9]{1,30}(?:\.[0-9]{1,30})*)(?![0-9])", re.IGNORECASE)
 _FACT_KEYS = (
     "gpu_inventory",
     "vllm_version",
@@ -28,21 +28,21 @@ _FACT_KEYS = (
 )
 
 
-def version_key(text: str) -> tuple | None:
-    """A sortable key for a version string ("0.9.2" < "0.20.1" < "0.20.1.post1"), or None."""
-    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
+def version_key(text: str) -> Version | None:
+    """A comparable version ("0.9.2" < "0.20.1" < "0.20.1.post1"), or None when unreadable.
+
+    PEP 440 strings are read by packaging, local labels dropped ("0.20.1+rocm721" is 0.20.1;
+    a build for a platform is no newer). A vendor string that is not PEP 440, such as ROCm's
+    "6.2.41133-dd7f95766" or "6.0.0-amd64", counts as its leading numeric release.
+    """
+    if not isinstance(text, str):
         return None
-    release = [int(part) for part in match.group(1).split(".")]
-    while len(release) > 1 and release[-1] == 0:
-        release.pop()  # 12.2 and 12.2.0 are the same release
-    suffix = match.group(2).split("+")[0].lower().lstrip(".-_")
-    found = _STAGE.fullmatch(suffix)
-    if found:
-        return (tuple(release), _STAGES[found.group(1)], int(found.group(2) or 0))
-    if re.fullmatch(r"\d{1,30}", suffix):
-        return (tuple(release), 1, int(suffix))  # "1.0-1" is a post-release in PEP 440
-    return (tuple(release), 0, 0)
+    try:
+        return Version(Version(text).public)
+    except ValueError:  # InvalidVersion, or a digit run longer than int() reads
+        pass
+    release = _RELEASE.match(text)
+    return Version(release.group(1)) if release else None
 
 
 def version_at_least(observed: str | None, minimum: str) -> bool | None:
@@ -53,9 +53,9 @@ def version_at_least(observed: str | None, minimum: str) -> bool | None:
     return None if have is None else have >= want
 
 
-def decide_g1(spec: Any, facts: Any) -> dict:
+def decide_g1(spec: dict, facts: Any) -> dict:
     """The G1 verdict: fail if any expectation is not met, inconclusive if any is unobserved."""
-    expect = _parse_expect(spec)
+    expect = dict(spec["expect"])
     observed = _parse_facts(facts)
     rows = [row for check in _CHECKS if (row := check(expect, observed)) is not None]
     failed = [f"{row['check']}: {row['cause']}" for row in rows if row["ok"] is False]
@@ -93,35 +93,6 @@ def _unobserved(check: str, expected: Any, what: str) -> dict:
     return _row(check, expected, None, None, f"{what} was not observed")
 
 
-def _parse_expect(spec: Any) -> dict:
-    if not isinstance(spec, dict) or not isinstance(spec.get("expect"), dict):
-        raise SpecFieldError("expect", "must be an object")
-    expect = dict(spec["expect"])
-    for key in ("gpu_model_pattern", "kernel_pattern"):
-        if expect.get(key) is not None:
-            try:
-                re.compile(expect[key])
-            except (re.error, TypeError) as error:
-                raise SpecFieldError(
-                    f"expect.{key}", f"is not a valid regular expression: {error}"
-                ) from error
-    for key in ("driver_min", "cuda_min", "rocm_min", "vllm_min"):
-        if expect.get(key) is not None and version_key(expect[key]) is None:
-            raise SpecFieldError(f"expect.{key}", f"cannot read version {expect[key]!r}")
-    for key in ("gpu_memory_min_gib", "host_memory_min_gib", "free_disk_min_gib"):
-        if expect.get(key) is not None and not _is_number(expect[key]):
-            raise SpecFieldError(f"expect.{key}", "must be a number or null")
-    count = expect.get("gpu_count")
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
-        raise SpecFieldError("expect.gpu_count", "must be a non-negative integer or null")
-    tier = expect.get("offload_tier")
-    if tier is not None and not isinstance(tier, dict):
-        raise SpecFieldError("expect.offload_tier", "must be an object or null")
-    if expect.get("gpu_vendor") not in (None, "nvidia", "amd"):
-        raise SpecFieldError("expect.gpu_vendor", "must be nvidia, amd or null")
-    return expect
-
-
 def _parse_facts(facts: Any) -> dict:
     if not isinstance(facts, dict):
         raise EvidenceError("facts", "must be an object")
@@ -133,7 +104,7 @@ def _parse_facts(facts: Any) -> dict:
         if observed[key] is not None and not isinstance(observed[key], str):
             raise EvidenceError(f"facts.{key}", "must be a string or null")
     for key in ("host_memory_bytes", "free_disk_bytes"):
-        if observed[key] is not None and not _is_number(observed[key]):
+        if observed[key] is not None and not is_number(observed[key]):
             raise EvidenceError(f"facts.{key}", "must be a number or null")
     gpus = (observed["gpu_inventory"] or {}).get("gpus", [])
     if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
@@ -266,10 +237,6 @@ def _check_kernel(expect: dict, observed: dict) -> dict | None:
         return _unobserved("kernel", pattern, "the kernel release")
     ok = re.search(pattern, kernel) is not None
     return _row("kernel", pattern, kernel, ok, "matches" if ok else "does not match")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 _CHECKS: tuple[Callable[[dict, dict], dict | None], ...] = (

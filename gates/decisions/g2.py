@@ -9,18 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from gates.decisions.clauses import KNOWN_METRICS, SpecFieldError, finite_float, metric_value
 from gates.decisions.inference import t_interval
+from gates.decisions.numbers import finite_float, is_number, metric_value
 from gates.decisions.validity import EvidenceError, read_count
 
 # The G2 spec has no confidence field; the A/A interval uses this unless noise_floor gives one.
 DEFAULT_NOISE_CONFIDENCE = 0.90
 
 
-def decide_g2(spec: Any, observed: Any) -> dict:
+def decide_g2(spec: dict, observed: Any) -> dict:
     """The G2 verdict: invalid if an A/A run broke validity, fail if any check fails,
     pass if all pass, inconclusive otherwise (something was not observed)."""
-    limits = _parse_spec(spec)
+    limits = _limits(spec)
     seen = _parse_observed(observed)
     rows = [
         _health_row(limits["timeout_s"], seen["health"]),
@@ -229,57 +229,24 @@ def _aa_log_ratios(metric: str, pairs: list[dict]) -> tuple[list[float], list[di
 def _positive(value: Any, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         raise EvidenceError(field, "the noise metric must be a number")
     number = finite_float(value)
     return number if number is not None and number > 0 else None
 
 
-def _parse_spec(spec: Any) -> dict:
-    if not isinstance(spec, dict):
-        raise SpecFieldError("(document)", "must be a JSON object")
-    equivalence = _section(spec, "equivalence")
-    noise = _section(spec, "noise_floor")
-    prompts = equivalence.get("prompts")
-    if not isinstance(prompts, list) or not prompts:
-        raise SpecFieldError("equivalence.prompts", "must be a non-empty list")
-    if noise.get("metric") not in KNOWN_METRICS:
-        raise SpecFieldError("noise_floor.metric", f"unknown metric {noise.get('metric')!r}")
-    repetitions = noise.get("repetitions")
-    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 2:
-        raise SpecFieldError("noise_floor.repetitions", "must be an integer of at least 2")
-    confidence = noise.get("confidence", DEFAULT_NOISE_CONFIDENCE)
-    if not _number(confidence) or not 0.5 < confidence < 1:
-        raise SpecFieldError("noise_floor.confidence", "must be between 0.5 and 1")
+def _limits(spec: dict) -> dict:
+    noise = spec["noise_floor"]
     return {
-        "timeout_s": _limit(_section(spec, "health"), "health", "timeout_s"),
-        "prompts": len(prompts),
-        "max_mismatch_pct": _limit(equivalence, "equivalence", "max_mismatch_pct"),
-        "min_external_hit_rate": _limit(
-            _section(spec, "offload_hit"), "offload_hit", "min_external_hit_rate"
-        ),
+        "timeout_s": float(spec["health"]["timeout_s"]),
+        "prompts": len(spec["equivalence"]["prompts"]),
+        "max_mismatch_pct": float(spec["equivalence"]["max_mismatch_pct"]),
+        "min_external_hit_rate": float(spec["offload_hit"]["min_external_hit_rate"]),
         "metric": noise["metric"],
-        "repetitions": repetitions,
-        "max_noise_pct": _limit(noise, "noise_floor", "max_noise_pct"),
-        "confidence": float(confidence),
+        "repetitions": noise["repetitions"],
+        "max_noise_pct": float(noise["max_noise_pct"]),
+        "confidence": float(noise.get("confidence", DEFAULT_NOISE_CONFIDENCE)),
     }
-
-
-def _section(spec: dict, name: str) -> dict:
-    if not isinstance(spec.get(name), dict):
-        raise SpecFieldError(name, "must be an object")
-    return spec[name]
-
-
-def _limit(section: dict, name: str, key: str) -> float:
-    value = section.get(key)
-    if finite_float(value) is None or value < 0:
-        raise SpecFieldError(f"{name}.{key}", "must be a non-negative number")
-    return float(value)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _parse_observed(observed: Any) -> dict:
@@ -329,7 +296,7 @@ def _parse_equivalence(results: Any) -> list[dict] | None:
 def _parse_rate(rate: Any) -> float | None:
     if rate is None:
         return None
-    if not _number(rate):
+    if not is_number(rate):
         raise EvidenceError("observed.external_hit_rate", "must be a number or null")
     return finite_float(rate)
 

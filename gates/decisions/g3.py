@@ -12,13 +12,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from gates.decisions.clauses import (
-    Clause,
-    finite_float,
-    metric_value,
-    parse_g3_spec,
-    ratio_to_change,
-)
+from gates.decisions.clauses import Clause, parse_g3_spec, ratio_to_change
 from gates.decisions.inference import (
     VERDICT_NAMES,
     SequentialPlan,
@@ -26,6 +20,7 @@ from gates.decisions.inference import (
     decide_sequentially,
     t_interval,
 )
+from gates.decisions.numbers import finite_float, is_number, metric_value
 from gates.decisions.validity import (
     EvidenceError,
     Measurement,
@@ -38,10 +33,10 @@ from gates.decisions.validity import (
 _UNITS = {"reduction": " %", "gain": " %", "ratio": "x"}
 
 
-def decide_g3(spec: Any, measurements: Any, context: Any = None) -> dict:
+def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
     """The G3 verdict, every clause at every tier, the validity checks and the next step.
 
-    Raises ClauseError for a spec it cannot read and EvidenceError for malformed measurements.
+    Raises EvidenceError for malformed measurements.
     Missing, non-finite or non-positive metric values are not errors: the pair is dropped and
     said (cell `dropped`, gate `notes`), and a cell left without enough pairs is inconclusive.
     """
@@ -160,7 +155,7 @@ def _metric(item: Measurement, name: str) -> float | None:
     value = metric_value(item.metrics, name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         raise EvidenceError(f"measurements[{item.index}].metrics", f"{name} is not a number")
     number = finite_float(value)
     return number if number is not None and number > 0 else None

@@ -11,7 +11,6 @@ import numpy as np
 import ruptures
 from scipy import stats
 
-from gates.decisions.clauses import SpecFieldError, finite_float
 from gates.decisions.validity import EvidenceError, read_count, read_number
 
 LIMIT_KEYS = (
@@ -30,9 +29,9 @@ NOISE_FLOOR = 0.005  # relative to the median level
 MIB = 2**20
 
 
-def decide_g4(spec: Any, windows: Any, context: Any = None) -> dict:
+def decide_g4(spec: dict, windows: Any, context: Any = None) -> dict:
     """The G4 verdict over soak windows; context may give {"started_at", "ended_at"} (unix s)."""
-    limits = _parse_spec(spec)
+    limits = _limits(spec)
     items = _parse_windows(windows)
     started, ended = _parse_context(context, items)
     if not items:
@@ -228,29 +227,9 @@ def _unobserved_row(items: list[dict], span: dict, limit: float) -> dict:
     )
 
 
-def _parse_spec(spec: Any) -> dict:
-    if not isinstance(spec, dict):
-        raise SpecFieldError("(document)", "must be a JSON object")
-    duration, window = spec.get("duration_h"), spec.get("window_min")
-    if not _positive(duration):
-        raise SpecFieldError("duration_h", "must be a positive number")
-    if not _positive(window):
-        raise SpecFieldError("window_min", "must be a positive number")
-    raw = spec.get("limits")
-    if not isinstance(raw, dict):
-        raise SpecFieldError("limits", "must be an object")
-    limits: dict[str, Any] = {"duration_s": duration * 3600, "window_s": window * 60}
-    for key in LIMIT_KEYS:
-        if not _positive(raw.get(key), allow_zero=True):
-            raise SpecFieldError(f"limits.{key}", "must be a non-negative number")
-        limits[key] = raw[key]
-    return limits
-
-
-def _positive(value: Any, allow_zero: bool = False) -> bool:
-    if finite_float(value) is None:
-        return False
-    return value >= 0 if allow_zero else value > 0
+def _limits(spec: dict) -> dict:
+    limits = {"duration_s": spec["duration_h"] * 3600, "window_s": spec["window_min"] * 60}
+    return limits | {key: spec["limits"][key] for key in LIMIT_KEYS}
 
 
 def _parse_windows(windows: Any) -> list[dict]:

@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gates.decisions.clauses import G3Spec, finite_float
+from gates.decisions.clauses import G3Spec
+from gates.decisions.numbers import finite_float, is_number
 
 # Which server settings each arm kind must run with: (prefix caching, offload).
 ARM_SETTINGS = {
@@ -72,7 +73,7 @@ def read_number(container: dict, key: str, field: str) -> float | None:
     value = container.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         raise EvidenceError(f"{field}.{key}", f"must be a number, not {type(value).__name__}")
     return finite_float(value)
 
@@ -89,7 +90,7 @@ def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict)
                 _arm_check(item),
             ]
         )
-        if item.kind == "offload" and spec.validity.min_external_hit_rate is not None:
+        if item.kind == "offload":
             checks.append(_hit_rate_check(item, spec.validity.min_external_hit_rate))
     return checks
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gates.charts import g2, g3
-from gates.decisions.clauses import METRICS
 from gates.models import Decision, Gate, Run
+from gates.specs import METRICS
 
 FOREST_CAPTION = (
     "Each marker is the measured effect with its confidence interval; the black tick is the "

@@ -1,11 +1,16 @@
+"""The one spec validator: every default template is valid, every bad field is named, and what
+it accepts the engine decides."""
+
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gates.decisions import decide_gate
 from gates.specs import GATE_KINDS, FieldError, default_spec, spec_digest, validate_spec
 
 
@@ -48,6 +53,164 @@ def test_a_bad_g3_spec_names_the_field(mutate, field):
     mutate(document)
     errors = validate_spec("G3", document)
     assert field in [e.field for e in errors], errors
+
+
+def spec_with(kind: str, mutate) -> dict:
+    document = default_spec(kind)
+    mutate(document)
+    return document
+
+
+def refusal(kind: str, document: dict, field: str) -> FieldError:
+    """The error naming `field`; fails listing every error when there is none."""
+    errors = validate_spec(kind, document)
+    found = [error for error in errors if error.field == field]
+    assert found, errors
+    return found[0]
+
+
+def g3_with_clause(**changes) -> dict:
+    """The G3 template with its first clause replaced; a None value leaves the key out."""
+    clause = {
+        "metric": "ttft_p50",
+        "compare": "offload/baseline",
+        "change": "reduction",
+        "at_least_pct": 25,
+        "tiers": "all",
+        **changes,
+    }
+    return spec_with("G3", lambda d: d["clauses"].__setitem__(0, drop_nones(clause)))
+
+
+def drop_nones(values: dict) -> dict:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"metric": "ttft_p42"}, "clauses[0].metric", "unknown metric 'ttft_p42'"),
+        ({"compare": "offload/ghost"}, "clauses[0].compare", "unknown arm 'ghost'"),
+        ({"compare": "offload"}, "clauses[0].compare", "does not match"),
+        ({"compare": "offload/offload"}, "clauses[0].compare", "with itself"),
+        ({"change": "halving"}, "clauses[0].change", "is not one of"),
+        ({"at_least_pct": -25}, "clauses[0].at_least_pct", "minimum of 0"),
+        ({"at_least_pct": 0}, "clauses[0].at_least_pct", "minimum of 0"),
+        ({"at_least_pct": 100}, "clauses[0].at_least_pct", "below 100"),
+        ({"at_least_pct": math.nan}, "clauses[0].at_least_pct", "not of type 'number'"),
+        ({"at_least_pct": math.inf}, "clauses[0].at_least_pct", "not of type 'number'"),
+        ({"at_least_pct": True}, "clauses[0].at_least_pct", "not of type 'number'"),
+        ({"at_least_pct": None}, "clauses[0].at_least_pct", "is required"),
+        (
+            {"change": "ratio", "at_least_pct": None, "at_least": -2},
+            "clauses[0].at_least",
+            "minimum of 0",
+        ),
+        ({"change": "ratio", "at_least": 2}, "clauses[0].at_least_pct", "does not apply"),
+        ({"tiers": [32]}, "clauses[0].tiers", "tier 32 is not one of the spec's tiers"),
+        ({"tiers": [8, 8]}, "clauses[0].tiers", "not valid"),
+        ({"tiers": [8.0]}, "clauses[0].tiers", "not valid"),
+        ({"tiers": []}, "clauses[0].tiers", "not valid"),
+        ({"tiers": "some"}, "clauses[0].tiers", "not valid"),
+        ({"tier": 8}, "clauses[0].tier", "not a known field"),
+    ],
+)
+def test_a_bad_clause_is_refused_with_its_field(changes, field, words):
+    assert words in refusal("G3", g3_with_clause(**changes), field).message
+
+
+def test_the_field_names_the_index_of_the_bad_clause():
+    document = spec_with("G3", lambda d: d["clauses"][2].update(metric="vram"))
+    assert [e.field for e in validate_spec("G3", document)] == ["clauses[2].metric"]
+
+
+def test_a_clause_may_compare_only_arms_the_spec_has():
+    document = spec_with("G3", lambda d: d["arms"].pop("recompute"))
+    assert "unknown arm 'recompute'" in refusal("G3", document, "clauses[3].compare").message
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d.update(repetitions={"min": 1, "max": 8}), "repetitions.min"),
+        (lambda d: d.update(repetitions={"min": 3.0, "max": 8}), "repetitions.min"),
+        (lambda d: d.update(repetitions={"min": 3}), "repetitions.max"),
+        (lambda d: d.update(confidence=1.0), "confidence"),
+        (lambda d: d.update(confidence=math.nan), "confidence"),
+        (lambda d: d.update(confidence="0.9"), "confidence"),
+        (lambda d: d.update(tiers=[4, 0]), "tiers[1]"),
+        (lambda d: d["arms"].update(offload="magic"), "arms.offload"),
+        (lambda d: d["validity"].update(min_external_hit_rate=2), "validity.min_external_hit_rate"),
+        (
+            lambda d: d["validity"].update(min_external_hit_rate=None),
+            "validity.min_external_hit_rate",
+        ),
+        (
+            lambda d: d["validity"].pop("require_kv_exceeds_vram"),
+            "validity.require_kv_exceeds_vram",
+        ),
+    ],
+)
+def test_the_rest_of_a_g3_spec_the_engine_reads_is_checked_too(mutate, field):
+    refusal("G3", spec_with("G3", mutate), field)
+
+
+@pytest.mark.parametrize(
+    ("expect", "field", "words"),
+    [
+        ({"gpu_model_pattern": "MI300X("}, "expect.gpu_model_pattern", "regular expression"),
+        ({"kernel_pattern": "[6"}, "expect.kernel_pattern", "regular expression"),
+        ({"kernel_pattern": "6{4294967296}"}, "expect.kernel_pattern", "too large"),
+        ({"vllm_min": "latest"}, "expect.vllm_min", "does not match"),
+        ({"gpu_count": -1}, "expect.gpu_count", "minimum of 1"),
+        ({"gpu_vendor": "intel"}, "expect.gpu_vendor", "is not one of"),
+    ],
+)
+def test_a_bad_g1_expectation_is_refused_with_its_field(expect, field, words):
+    document = spec_with("G1", lambda d: d["expect"].update(expect))
+    assert words in refusal("G1", document, field).message
+
+
+def test_a_g2_noise_floor_must_name_a_known_metric():
+    document = spec_with("G2", lambda d: d["noise_floor"].update(metric="vram_p50"))
+    assert "unknown metric 'vram_p50'" in refusal("G2", document, "noise_floor.metric").message
+
+
+def test_a_negative_g4_limit_is_refused():
+    document = spec_with("G4", lambda d: d["limits"].update(max_crashes=-1))
+    refusal("G4", document, "limits.max_crashes")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        # Once accepted by the engine's own checks (2 to 1000 repetitions, any number of tiers).
+        (lambda d: d.update(repetitions={"min": 3, "max": 1000}), "repetitions.max"),
+        (lambda d: d.update(tiers=list(range(1, 18))), "tiers"),
+    ],
+)
+def test_a_spec_only_the_old_engine_checks_accepted_is_refused(mutate, field):
+    refusal("G3", spec_with("G3", mutate), field)
+
+
+def test_a_spec_at_the_validators_limits_is_decided():
+    document = spec_with(
+        "G3", lambda d: d.update(repetitions={"min": 3, "max": 50}, tiers=list(range(1, 17)))
+    )
+    assert validate_spec("G3", document) == []
+    result = decide_gate(document, [], {"kv_exceeds_vram": True})
+    assert result["verdict"] == "inconclusive"
+    assert result["inputs"]["plan"]["looks"] == [3, 26, 50]
+    assert result["inputs"]["tiers"] == list(range(1, 17))
+
+
+EMPTY_EVIDENCE = {"G1": {}, "G2": {}, "G3": [], "G4": []}
+
+
+@pytest.mark.parametrize("kind", GATE_KINDS)
+def test_every_valid_template_is_decided_and_without_evidence_is_inconclusive(kind):
+    result = decide_gate(default_spec(kind), EMPTY_EVIDENCE[kind])
+    assert (result["gate"], result["verdict"]) == (kind, "inconclusive")
 
 
 def test_a_window_longer_than_the_soak_is_refused():

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from gates.charts import g2 as charts_g2
 from gates.charts import g3 as charts
+from gates.charts import style
 from gates.decisions import decide_g2, decide_g3
 
 TEMPLATES = Path(__file__).resolve().parents[3] / "gates" / "spec_templates"
@@ -99,7 +100,7 @@ def strict_json(figure: dict) -> dict:
 
 
 def estimate_traces(figure: dict) -> list[dict]:
-    return [t for t in figure["data"] if t.get("legendgroup") in charts.VERDICT_STYLES]
+    return [t for t in figure["data"] if t.get("legendgroup") in style.VERDICT_STYLES]
 
 
 def titles(figure: dict) -> list[str]:
@@ -137,7 +138,7 @@ def test_points_take_the_colour_and_shape_of_their_verdict():
     traces = estimate_traces(charts.forest_figure(result))
     assert {t["name"] for t in traces} == set(verdicts)
     for trace in traces:
-        color, symbol = charts.VERDICT_STYLES[trace["name"]]
+        color, symbol = style.VERDICT_STYLES[trace["name"]]
         assert (trace["marker"]["color"], trace["marker"]["symbol"]) == (color, symbol)
         assert trace["error_x"]["color"] == color
     assert sum(t["showlegend"] for t in traces) == len(verdicts)  # one legend entry each
@@ -247,7 +248,7 @@ def test_the_aa_figure_plots_both_runs_their_difference_and_the_interval_inside_
     centre = interval["x"][0]
     assert centre == pytest.approx((math.exp(row["mean_log_ratio"]) - 1) * 100)
     assert centre + interval["error_x"]["array"][0] == pytest.approx((row["high_ratio"] - 1) * 100)
-    assert interval["marker"]["color"] == charts.VERDICT_STYLES[row["verdict"]][0]
+    assert interval["marker"]["color"] == style.VERDICT_STYLES[row["verdict"]][0]
     (band,) = figure["layout"]["shapes"]
     assert (band["x0"], band["x1"]) == (pytest.approx(-100 / 11), 10.0)
 
@@ -258,7 +259,7 @@ def test_the_hit_rate_is_a_bar_in_its_verdicts_colour_against_the_dashed_floor()
         figure = strict_json(charts_g2.hit_rate_figure(row))
         (bar,) = figure["data"]
         assert (bar["x"], row["verdict"]) == ([pytest.approx(rate * 100)], verdict)
-        assert bar["marker"]["color"] == charts.VERDICT_STYLES[verdict][0]
+        assert bar["marker"]["color"] == style.VERDICT_STYLES[verdict][0]
         (floor,) = figure["layout"]["shapes"]
         assert floor["x0"] == floor["x1"] == pytest.approx(20.0)
 
@@ -374,8 +375,9 @@ def test_log_ticks_never_fail_on_positive_numbers(values):
     assert all(math.isfinite(t) and t > 0 for t in ticks)
 
 
-def test_the_chart_module_imports_no_framework():
-    tree = ast.parse(Path(charts.__file__).read_text())
+@pytest.mark.parametrize("module", [charts, charts_g2, style], ids=lambda m: m.__name__)
+def test_the_chart_modules_import_no_framework(module):
+    tree = ast.parse(Path(module.__file__).read_text())
     imported = {
         node.module if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(tree)

@@ -1,15 +1,20 @@
 """Property tests: whatever the measurements hold, decide_g3 returns a strict-JSON verdict with its
-reasons or raises an EvidenceError naming the field; nothing else escapes."""
+reasons or raises an EvidenceError naming the field; nothing else escapes. Every spec is one the
+validator accepted: generated specs go through validate_spec first, and what it accepts is
+decided."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.decisions import VERDICTS, EvidenceError, decide_g3
-from tests.gates.decisions.test_g3 import g3_spec, paired
+from gates.decisions import VERDICTS, EvidenceError, decide_g3, decide_gate, parse_clauses
+from gates.specs import validate_spec
+from tests.gates.decisions.test_clauses import near_valid_clauses
+from tests.gates.decisions.test_g3 import g3_spec, measurement, paired
 
 SPEC = g3_spec(
     clauses=[
@@ -128,3 +133,56 @@ def test_measurements_of_any_shape_give_a_verdict_or_an_evidence_error(garbage):
         assert error.field
         return
     assert_well_formed(result)
+
+
+@st.composite
+def g3_specs(draw) -> dict:
+    """G3 specs around the validator's limits: most valid, some refused (17 tiers, a budget
+    beyond 50 repetitions or below the minimum, a clause on an arm the spec lacks)."""
+    tiers = draw(st.lists(st.integers(1, 64), min_size=1, max_size=17, unique=True))
+    spec = g3_spec()
+    spec.update(
+        tiers=tiers,
+        repetitions={"min": draw(st.integers(1, 6)), "max": draw(st.integers(2, 60))},
+        confidence=draw(st.sampled_from([0.8, 0.9, 0.95])),
+        clauses=draw(st.lists(near_valid_clauses(tiers), min_size=1, max_size=3)),
+    )
+    if draw(st.integers(0, 3)) == 0:
+        del spec["arms"]["recompute"]
+    return spec
+
+
+def measured(spec: dict, repetitions: int, seed: int) -> list[dict]:
+    """Every metric of each arm at a random level with 5 % noise, so clauses pass, fail or
+    stay open."""
+    rng = np.random.default_rng(seed)
+    level = {arm: rng.lognormal(7, 1) for arm in spec["arms"]}
+    rows = []
+    for tier in spec["tiers"]:
+        for arm in spec["arms"]:
+            for rep in range(1, repetitions + 1):
+                value = float(level[arm] * rng.lognormal(0, 0.05))
+                stats = {"median": value, "p90": value, "p99": value, "mean": value}
+                latencies = {f"{family}_ms": stats for family in ("tpot", "itl", "e2el")}
+                rates = {"request_throughput": 1 / value, "total_token_throughput": 1 / value}
+                rows.append(measurement(arm, rep, value, tier, **latencies, **rates))
+    return rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(g3_specs(), st.integers(0, 8), st.integers(0, 2**32 - 1))
+def test_a_spec_the_validator_accepts_is_decided_and_one_it_refuses_names_the_field(
+    spec, repetitions, seed
+):
+    errors = validate_spec("G3", spec)
+    fields = {error.field for error in errors}
+    if len(spec["tiers"]) > 16:
+        assert "tiers" in fields
+    if spec["repetitions"]["max"] > 50:
+        assert "repetitions.max" in fields
+    if errors:
+        assert all(error.field and error.message for error in errors)
+        return
+    result = decide_gate(spec, measured(spec, repetitions, seed), {"kv_exceeds_vram": True})
+    assert_well_formed(result)
+    assert len(result["clauses"]) == sum(len(clause.tiers) for clause in parse_clauses(spec))
