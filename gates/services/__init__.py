@@ -30,6 +30,7 @@ from gates.services.recording import (
     run_remote_dirs,
 )
 from gates.services.runs import (
+    GateNotRunnableError,
     decision_record,
     host_lease_acquire,
     host_lease_release,
@@ -50,6 +51,7 @@ __all__ = [
     "Actor",
     "ClaimLostError",
     "Evaluation",
+    "GateNotRunnableError",
     "PoisonStepError",
     "RunSession",
     "ServiceError",

@@ -27,8 +27,16 @@ from gates.services.alerts import alert_enqueue
 from gates.services.audit import Actor, audit_record
 from gates.services.engagements import gate_move, gate_open_next
 from gates.tenancy import Viewer
+from runners.plans import has_program
 
 ACTIVE_STATES = (Run.State.QUEUED, Run.State.RUNNING)
+
+
+class GateNotRunnableError(ServiceError):
+    """No program runs this kind of gate yet, so a run of it could never end in a verdict."""
+
+    code = "not_runnable"
+    status = 409
 
 
 def run_create(
@@ -80,6 +88,13 @@ def run_create(
 
 
 def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
+    if not has_program(gate.kind):
+        # Uploads too: no engine input is gathered for a gate without a program.
+        raise GateNotRunnableError(
+            f"{gate.kind} cannot be run yet: Tollgate has no {gate.kind} program, on a host or "
+            "by upload",
+            field="gate",
+        )
     if gate.engagement.state != Engagement.State.ACTIVE:
         raise IllegalTransitionError(f"the engagement is {gate.engagement.state}")
     if gate.state == Gate.State.RUNNING:
