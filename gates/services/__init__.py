@@ -13,7 +13,8 @@ from gates.services.engagements import (
     gate_spec_update,
     gate_waive,
 )
-from gates.services.execution import host_connection, run_decision_context, run_execution
+from gates.services.evaluation import run_decision_context, run_evaluate
+from gates.services.execution import host_connection, run_execution
 from gates.services.hosts import (
     host_create,
     host_credential,
@@ -40,7 +41,6 @@ from gates.services.runs import (
     run_create,
     run_fail,
     run_mark_canceled,
-    run_mark_dispatched,
     runs_stale,
     runs_to_redispatch,
 )
@@ -82,10 +82,10 @@ __all__ = [
     "run_claim",
     "run_create",
     "run_decision_context",
+    "run_evaluate",
     "run_execution",
     "run_fail",
     "run_mark_canceled",
-    "run_mark_dispatched",
     "run_remote_dirs",
     "run_upload_decide",
     "run_upload_record",

@@ -1,5 +1,6 @@
 """Turning what a run recorded into a verdict: the facts, observations and measurements the
-decision engine reads, gathered from the run's steps, and the decision it records."""
+decision engine reads, gathered from the run's steps, the facts it needs beyond them (the KV
+planner's), and the decision it records."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 from gates.decisions import decide_gate
 from gates.models import Run
+from gates.planner.spec_check import spec_workload_exceeds_vram
 from gates.services.runs import GateNotRunnableError, decision_record
 
 AA_ARMS = ("aa_a", "aa_b")
@@ -23,19 +25,25 @@ class Evaluation:
     first: int = 0
 
 
-def run_evaluate(run: Run, context: dict | None = None) -> Evaluation:
+def run_evaluate(run: Run) -> Evaluation:
     """Ask the decision engine; record its decision, or say how many repetitions more."""
     spec = run.spec.document
     gather = EVIDENCE.get(spec["gate"])
     if gather is None:
         raise GateNotRunnableError(f"no evidence is gathered for {spec['gate']} runs", field="gate")
-    result = decide_gate(spec, gather(run), context or {})
+    result = decide_gate(spec, gather(run), run_decision_context(run))
     plan = result.get("plan", {})
     if plan.get("action") == "run" and plan.get("more", 0) > 0:
         seen = max(result["inputs"]["repetitions_seen"], default=0)
         return Evaluation(decided=False, more=plan["more"], first=seen + 1)
     decision = decision_record(run_id=run.pk, result=result)
     return Evaluation(decided=True, verdict=decision.verdict if decision else None)
+
+
+def run_decision_context(run: Run) -> dict:
+    """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
+    exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
+    return {"kv_exceeds_vram": exceeds}
 
 
 def run_g3_measurements(run: Run) -> list[dict]:

@@ -115,10 +115,6 @@ def _dispatch_on_commit(run: Run) -> None:
     pokes.poke_on_commit(pokes.ADVANCE_RUN, run.pk)
 
 
-def run_mark_dispatched(*, run_id: int) -> None:
-    Run.objects.filter(pk=run_id).update(last_dispatched_at=timezone.now())
-
-
 def host_lease_acquire(*, run: Run) -> int:
     """Give `run` the lease on its host and return the new fencing token."""
     free = Q(lease_run__isnull=True) | Q(lease_run=run) | Q(lease_run__state__in=Run.ENDED)

@@ -13,7 +13,6 @@ from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
 from gates.models import Artifact, Measurement, Run, RunStep
 from gates.services.audit import Actor, audit_record
 from gates.services.evaluation import Evaluation, run_evaluate
-from gates.services.execution import run_decision_context
 from gates.tenancy import Viewer
 
 
@@ -79,7 +78,7 @@ def run_upload_decide(*, actor: Actor, viewer: Viewer, run: Run) -> Evaluation:
         raise NotAllowedError("you may not decide runs")
     _check_open_upload_run(run)
     _check_minimum_repetitions(run)
-    evaluation = run_evaluate(run, run_decision_context(run))
+    evaluation = run_evaluate(run)
     if not evaluation.decided:
         raise MoreRepetitionsError(
             f"the decision plan needs {evaluation.more} more repetition(s), starting with "

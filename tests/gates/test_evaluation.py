@@ -6,8 +6,9 @@ import pytest
 from django.utils import timezone
 
 from gates import services
-from gates.models import Decision, Gate, Run
+from gates.models import Decision, Engagement, Gate, Run
 from gates.services import evaluation
+from tests.gates.planner.test_spec_check import LLAMA_8X80
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +38,15 @@ def test_every_gate_kind_is_decided_through_the_one_dispatcher(
     run = open_run(actor, vendor_viewer, engagement, host, kind)
     assert evaluation.run_evaluate(run).verdict == "inconclusive"
     assert [(gate, found) for gate, found, _ in spy] == [(kind, evidence)]
+
+
+def test_an_evaluation_fetches_the_kv_planner_context_itself(
+    spy, actor, vendor_viewer, engagement, host
+):
+    Engagement.objects.filter(pk=engagement.pk).update(kv_plan=LLAMA_8X80)
+    run = open_run(actor, vendor_viewer, engagement, host, "G3")
+    services.RunSession.claim_dispatched(run.pk).evaluate()
+    assert spy == [("G3", list, {"kv_exceeds_vram": True})]
 
 
 def test_a_g4_run_is_never_judged_by_another_gate_s_engine(spy, engagement):
