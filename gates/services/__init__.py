@@ -1,6 +1,11 @@
-"""Services: the only writers of Tollgate's state. Each is audited; callers pass an Actor.
+"""Services: where Tollgate's domain state is written; views, API and tasks call them. Split
+by sub-domain; import them from `gates.services`.
 
-Split by sub-domain; import them from `gates.services`.
+What a person asks for takes an Actor and leaves an audit event: engagements, specs and their
+signatures, waivers and stops, runs started or canceled, uploads, hosts, API tokens, KV plans.
+The worker's bookkeeping (claims, steps, heartbeats, leases, alert delivery) is not audited; a
+failed run and an engine decision are, under a system actor. host_set_credential and
+host_rotate_credentials leave the audit event to their callers.
 """
 
 from gates.errors import ServiceError

@@ -1,8 +1,9 @@
 """Recording a run's program as it advances: the driver claim, steps, artifacts, measurements,
 heartbeats, and the evaluation that turns them into a decision.
 
-A RunSession is what runners.driver talks to; it never imports runners. Every write checks the
-run's fencing token, so a task that lost its host's lease (or its claim) cannot write.
+A RunSession is what runners.driver talks to; it never imports runners. Every write of steps
+and results checks the run's fencing token, so a task that lost its host's lease (or its claim)
+cannot write.
 """
 
 from __future__ import annotations

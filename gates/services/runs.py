@@ -1,7 +1,9 @@
-"""Runs: creating, claiming, leasing hosts, heartbeats, ending, and recording decisions.
+"""Runs: creating and canceling them, leasing hosts, ending them, and recording decisions.
 
-The only writer of run and decision state. Every worker-side write checks the run's fencing
-token against its host, so a run that lost its lease can never overwrite the current holder.
+Every change of a run's state and every decision is written here, but one: the worker's claim
+(recording.RunSession.claim_dispatched) starts a queued run in the UPDATE that claims it. Steps,
+progress and heartbeats are recorded by recording.py and uploads.py. A decision and a lease
+release check the run's fencing token, so a run that lost its lease never touches the holder's.
 """
 
 from __future__ import annotations
