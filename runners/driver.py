@@ -38,7 +38,7 @@ class Session(Protocol):
     def cancel_requested(self) -> bool: ...
     def launched_dirs(self) -> list[str]: ...
     def mark_canceled(self) -> None: ...
-    def evaluate(self, context: dict | None = None) -> Any: ...
+    def evaluate(self) -> Any: ...
 
 
 def drive(
@@ -47,7 +47,6 @@ def drive(
     *,
     budget_s: float,
     probe_names: list[str],
-    context: Callable[[], dict] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> bool:
@@ -62,7 +61,7 @@ def drive(
             return False
         current = session.next_step()
         if current is None:
-            if _evaluate(session, context):
+            if _evaluate(session):
                 continue
             stop_all(ctx.transport, session.launched_dirs())
             return False
@@ -85,9 +84,10 @@ def drive(
         pause = min(pause * 1.5, MAX_POLL_S)
 
 
-def _evaluate(session: Session, context: Callable[[], dict] | None) -> bool:
-    """Ask for a verdict; True when the engine wants more repetitions (now planned)."""
-    evaluation = session.evaluate(context() if context else None)
+def _evaluate(session: Session) -> bool:
+    """Ask for a verdict (the session gathers what the engine reads); True when the engine
+    wants more repetitions, now planned."""
+    evaluation = session.evaluate()
     if evaluation.decided:
         return False
     session.append_steps(

@@ -2,12 +2,14 @@
 
 Pure: a spec (and the profile's probe names) in, a list of JSON-able step dicts out. The task
 layer stores the plan as RunStep rows; a G3 plan grows by whole repetitions when the decision
-engine asks for more.
+engine asks for more. PROGRAMS is the one answer to "can a gate of this kind be run": the
+services refuse to start any other kind.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 Step = dict[str, Any]
@@ -22,14 +24,19 @@ WARMUP_PROMPTS = 4
 def plan_run(spec: dict, probe_names: list[str]) -> list[Step]:
     """The initial plan of a run of this spec."""
     kind = spec["gate"]
-    if kind == "G1":
-        return plan_g1(probe_names)
-    if kind == "G2":
-        return plan_g2(spec)
-    if kind == "G3":
-        prepare = {"name": "prepare host", "kind": "prepare"}
-        return [prepare, *plan_g3_repetitions(spec, first=1, count=spec["repetitions"]["min"])]
-    raise ValueError(f"no program for {kind}")
+    if not has_program(kind):
+        raise ValueError(f"no program for {kind}")
+    return PROGRAMS[kind](spec, probe_names)
+
+
+def has_program(kind: str) -> bool:
+    """Whether a run of this gate kind can be planned (G4 waits for the soak agent)."""
+    return kind in PROGRAMS
+
+
+def _plan_g3_start(spec: dict, probe_names: list[str]) -> list[Step]:
+    prepare = {"name": "prepare host", "kind": "prepare"}
+    return [prepare, *plan_g3_repetitions(spec, first=1, count=spec["repetitions"]["min"])]
 
 
 def plan_g1(probe_names: list[str]) -> list[Step]:
@@ -109,10 +116,6 @@ def shuffled_tiers(spec: dict, repetition: int, role: str) -> list[int]:
     return tiers
 
 
-def repetitions_planned(steps: list[Step]) -> int:
-    return max((s.get("repetition", 0) for s in steps if s["kind"] == "bench"), default=0)
-
-
 def workload_seed(workload: dict, repetition: int, tier: int) -> int:
     """Each cell gets its own prompts (no cache carry-over between cells); every arm of a
     repetition and tier gets the same prompts, so the pair compares like with like."""
@@ -147,3 +150,11 @@ def _bench(
         "workload": dict(workload),
         "seed": workload_seed(workload, repetition, tier),
     }
+
+
+# Gate kind -> its initial plan, from the spec and the profile's probe names.
+PROGRAMS: dict[str, Callable[[dict, list[str]], list[Step]]] = {
+    "G1": lambda spec, probe_names: plan_g1(probe_names),
+    "G2": lambda spec, probe_names: plan_g2(spec),
+    "G3": _plan_g3_start,
+}

@@ -19,8 +19,8 @@ from gates import services
 from gates.models import Run, ServiceHeartbeat
 from runners import driver
 from runners.errors import RunnerError
-from runners.steps import StepContext
-from runners.transport import LocalTransport, Transport, open_transport, target_from
+from runners.execution import RunPlan
+from runners.transport import LocalTransport, Transport, open_transport
 
 logger = logging.getLogger(__name__)
 
@@ -28,9 +28,7 @@ logger = logging.getLogger(__name__)
 @shared_task(name="runners.advance_run")
 def advance_run(run_id: int) -> None:
     """Drive a run for one time budget; enqueue the next task if it is not over."""
-    services.run_mark_dispatched(run_id=run_id)
-    services.run_claim(run_id=run_id)
-    session = services.RunSession.claim(run_id)
+    session = services.RunSession.claim_dispatched(run_id)
     if session is None:  # ended, or another live task drives it
         return
     more = False
@@ -50,48 +48,33 @@ def advance_run(run_id: int) -> None:
         advance_run.delay(run_id)
 
 
-def _drive(session) -> bool:
+def _drive(session: services.RunSession) -> bool:
     plan = services.run_execution(session.run)
-    with _transport(plan["host"]) as transport, tempfile.TemporaryDirectory() as scratch:
+    with _transport(plan) as transport, tempfile.TemporaryDirectory() as scratch:
         return driver.drive(
             session,
-            _context(plan, transport, Path(scratch)),
+            plan.step_context(transport, Path(scratch)),
             budget_s=settings.TOLLGATE_TASK_BUDGET_S,
-            probe_names=plan["probe_names"],
-            context=lambda: services.run_decision_context(session.run),
+            probe_names=plan.probe_names,
         )
 
 
-def _fail(session, outcome: str, reason: str) -> None:
+def _fail(session: services.RunSession, outcome: str, reason: str) -> None:
     """End the run without a verdict, after stopping what it left on the host."""
     logger.warning("run %s: %s: %s", session.run.pk, outcome, reason)
     problems = []
     with contextlib.suppress(RunnerError, services.ServiceError):
         plan = services.run_execution(session.run)
-        with _transport(plan["host"]) as transport:
+        with _transport(plan) as transport:
             problems = driver.stop_all(transport, session.launched_dirs())
     note = "".join(f"\n{problem}" for problem in problems)
     services.run_fail(run_id=session.run.pk, outcome=outcome, reason=reason + note)
 
 
-def _transport(connection: dict) -> Transport:
-    if connection["transport"] == "local":
-        return LocalTransport(connection["name"])
-    return open_transport(target_from(connection))
-
-
-def _context(plan: dict, transport: Transport, scratch: Path) -> StepContext:
-    return StepContext(
-        transport=transport,
-        commands=plan["commands"],
-        values=plan["values"],
-        run_dir=plan["run_dir"],
-        token=plan["token"],
-        scratch=scratch,
-        serve_timeout_s=plan["serve_timeout_s"],
-        prompts=plan["prompts"],
-        max_tokens=plan["max_tokens"],
-    )
+def _transport(plan: RunPlan) -> Transport:
+    if plan.target is None:
+        return LocalTransport(plan.host_name)
+    return open_transport(plan.target)
 
 
 @shared_task(name="runners.reap_stale_runs")

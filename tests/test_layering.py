@@ -168,20 +168,7 @@ def test_celery_is_imported_only_by_the_celery_app_and_tasks():
     assert importers <= {"config/celery.py", "runners/tasks.py"}
 
 
-# Being split (issue 11); each entry fails loudly (strict) once its module fits.
-SPLIT_PENDING = {"runners/transport/ssh.py"}
-
-
-def size_cases() -> list:
-    return [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="split pending"))
-        if relative(p) in SPLIT_PENDING
-        else p
-        for p in source_files(*PACKAGES)
-    ]
-
-
-@pytest.mark.parametrize("path", size_cases(), ids=relative)
+@pytest.mark.parametrize("path", source_files(*PACKAGES), ids=relative)
 def test_no_module_is_over_the_size_limit(path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_MODULE_LINES, f"{relative(path)} has {lines} lines"

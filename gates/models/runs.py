@@ -49,8 +49,6 @@ class Run(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     # The host lease's fencing token this run holds; stale holders fail the check on write.
     lease_token = models.BigIntegerField(null=True, blank=True)
-    # The program's cursor and scratch data (plan, remote run dirs): plain JSON, see runners/.
-    program_state = models.JSONField(default=dict, blank=True)
     log = models.TextField(blank=True)
     requested_by = user_reference()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -99,7 +97,6 @@ class RunStep(models.Model):
         PENDING = "pending"
         STARTED = "started"
         DONE = "done"
-        FAILED = "failed"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
     position = models.PositiveIntegerField()

@@ -19,6 +19,7 @@ from gates.pages import dashboards
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import gate_clauses
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
+from runners.plans import has_program
 
 CANARY_STALE_S = 180
 
@@ -78,7 +79,9 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "decisions": gate.decisions.select_related("decided_by")[:20],
             "clauses": gate_clauses(gate),
             "hosts": hosts,
+            "runnable": has_program(gate.kind),
             "can_start": viewer.can("run.start")
+            and has_program(gate.kind)
             and gate.can_move_to(Gate.State.RUNNING)
             and gate.state != Gate.State.RUNNING
             and hosts.exists(),

@@ -1,6 +1,11 @@
-"""Services: the only writers of Tollgate's state. Each is audited; callers pass an Actor.
+"""Services: where Tollgate's domain state is written; views, API and tasks call them. Split
+by sub-domain; import them from `gates.services`.
 
-Split by sub-domain; import them from `gates.services`.
+What a person asks for takes an Actor and leaves an audit event: engagements, specs and their
+signatures, waivers and stops, runs started or canceled, uploads, hosts, API tokens, KV plans.
+The worker's bookkeeping (claims, steps, heartbeats, leases, alert delivery) is not audited; a
+failed run and an engine decision are, under a system actor. host_set_credential and
+host_rotate_credentials leave the audit event to their callers.
 """
 
 from gates.errors import ServiceError
@@ -13,7 +18,8 @@ from gates.services.engagements import (
     gate_spec_update,
     gate_waive,
 )
-from gates.services.execution import host_connection, run_decision_context, run_execution
+from gates.services.evaluation import run_decision_context, run_evaluate
+from gates.services.execution import host_connection, run_execution
 from gates.services.hosts import (
     host_create,
     host_credential,
@@ -30,6 +36,7 @@ from gates.services.recording import (
     run_remote_dirs,
 )
 from gates.services.runs import (
+    GateNotRunnableError,
     decision_record,
     host_lease_acquire,
     host_lease_release,
@@ -39,7 +46,6 @@ from gates.services.runs import (
     run_create,
     run_fail,
     run_mark_canceled,
-    run_mark_dispatched,
     runs_stale,
     runs_to_redispatch,
 )
@@ -50,6 +56,7 @@ __all__ = [
     "Actor",
     "ClaimLostError",
     "Evaluation",
+    "GateNotRunnableError",
     "PoisonStepError",
     "RunSession",
     "ServiceError",
@@ -80,10 +87,10 @@ __all__ = [
     "run_claim",
     "run_create",
     "run_decision_context",
+    "run_evaluate",
     "run_execution",
     "run_fail",
     "run_mark_canceled",
-    "run_mark_dispatched",
     "run_remote_dirs",
     "run_upload_decide",
     "run_upload_record",

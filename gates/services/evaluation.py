@@ -1,13 +1,16 @@
 """Turning what a run recorded into a verdict: the facts, observations and measurements the
-decision engine reads, gathered from the run's steps, and the decision it records."""
+decision engine reads, gathered from the run's steps, the facts it needs beyond them (the KV
+planner's), and the decision it records."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from gates import decisions
+from gates.decisions import decide_gate
 from gates.models import Run
-from gates.services.runs import decision_record
+from gates.planner.spec_check import spec_workload_exceeds_vram
+from gates.services.runs import GateNotRunnableError, decision_record
 from runners.plans import AA_ARMS, HIT_ARM
 
 
@@ -21,21 +24,25 @@ class Evaluation:
     first: int = 0
 
 
-def run_evaluate(run: Run, context: dict | None = None) -> Evaluation:
+def run_evaluate(run: Run) -> Evaluation:
     """Ask the decision engine; record its decision, or say how many repetitions more."""
     spec = run.spec.document
-    if spec["gate"] == "G3":
-        result = decisions.decide_g3(spec, run_g3_measurements(run), context or {})
-        plan = result["plan"]
-        if plan["action"] == "run" and plan.get("more", 0) > 0:
-            seen = max(result["inputs"]["repetitions_seen"], default=0)
-            return Evaluation(decided=False, more=plan["more"], first=seen + 1)
-    elif spec["gate"] == "G1":
-        result = decisions.decide_g1(spec, run_g1_facts(run))
-    else:
-        result = decisions.decide_g2(spec, run_g2_observed(run))
+    gather = EVIDENCE.get(spec["gate"])
+    if gather is None:
+        raise GateNotRunnableError(f"no evidence is gathered for {spec['gate']} runs", field="gate")
+    result = decide_gate(spec, gather(run), run_decision_context(run))
+    plan = result.get("plan", {})
+    if plan.get("action") == "run" and plan.get("more", 0) > 0:
+        seen = max(result["inputs"]["repetitions_seen"], default=0)
+        return Evaluation(decided=False, more=plan["more"], first=seen + 1)
     decision = decision_record(run_id=run.pk, result=result)
     return Evaluation(decided=True, verdict=decision.verdict if decision else None)
+
+
+def run_decision_context(run: Run) -> dict:
+    """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
+    exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
+    return {"kv_exceeds_vram": exceeds}
 
 
 def run_g3_measurements(run: Run) -> list[dict]:
@@ -85,6 +92,14 @@ def run_g2_observed(run: Run) -> dict:
         "external_hit_rate": (hit.server or {}).get("external_hit_rate") if hit else None,
         "aa_pairs": _aa_pairs(run),
     }
+
+
+# What each engine reads, per gate kind; G4's soak windows come with its program.
+EVIDENCE: dict[str, Callable[[Run], object]] = {
+    "G1": run_g1_facts,
+    "G2": run_g2_observed,
+    "G3": run_g3_measurements,
+}
 
 
 def _all_facts(run: Run) -> list[tuple[str, object]]:

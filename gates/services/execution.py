@@ -1,19 +1,20 @@
-"""What a worker needs to drive a run, as plain data: how to reach the host, the profile's
-commands, and the values its templates are filled with (validated later, when used)."""
+"""What a worker needs to drive a run, as a typed runners.execution.RunPlan: how to reach the
+host, the profile's commands, and the values its templates are filled with."""
 
 from __future__ import annotations
 
 from django.conf import settings
 
 from gates.models import Host, Run
-from gates.planner.spec_check import spec_workload_exceeds_vram
 from gates.services.hosts import host_credential
+from runners.execution import RunPlan
+from runners.transport import target_from
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
 DEFAULT_PYTHON = "/usr/bin/python3"
 
 
-def run_execution(run: Run) -> dict:
+def run_execution(run: Run) -> RunPlan:
     """Everything runners.driver needs for this run, without model instances."""
     host = run.host
     profile = host.profile
@@ -27,19 +28,19 @@ def run_execution(run: Run) -> dict:
     }
     run_root = str(values.get("run_root", DEFAULT_RUN_ROOT)).rstrip("/")
     equivalence = spec.get("equivalence", {})
-    return {
-        "host": host_connection(host),
-        "commands": profile.commands,
-        "values": values,
-        "run_dir": f"{run_root}/run-{run.pk}-{run.key.hex[:12]}",
-        "token": f"run-{run.key.hex}",
-        "probe_names": list(profile.commands.get("probes", {})),
-        "prompts": equivalence.get("prompts", []),
-        "max_tokens": equivalence.get("max_tokens", 64),
-        "serve_timeout_s": spec.get("health", {}).get(
-            "timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S
-        ),
-    }
+    local = host.transport == Host.Transport.LOCAL
+    return RunPlan(
+        host_name=host.name,
+        target=None if local else target_from(host_connection(host)),
+        commands=profile.commands,
+        values=values,
+        run_dir=f"{run_root}/run-{run.pk}-{run.key.hex[:12]}",
+        token=f"run-{run.key.hex}",
+        probe_names=list(profile.commands.get("probes", {})),
+        prompts=equivalence.get("prompts", []),
+        max_tokens=equivalence.get("max_tokens", 64),
+        serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
+    )
 
 
 def host_connection(host: Host) -> dict:
@@ -57,9 +58,3 @@ def host_connection(host: Host) -> dict:
         "private_key": private_key,
         "key_path": None if private_key else host.key_file_path or None,
     }
-
-
-def run_decision_context(run: Run) -> dict:
-    """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
-    exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
-    return {"kv_exceeds_vram": exceeds}

@@ -1,8 +1,9 @@
 """Recording a run's program as it advances: the driver claim, steps, artifacts, measurements,
 heartbeats, and the evaluation that turns them into a decision.
 
-A RunSession is what runners.driver talks to; it never imports runners. Every write checks the
-run's fencing token, so a task that lost its host's lease (or its claim) cannot write.
+A RunSession is what runners.driver talks to; it never imports runners. Every write of steps
+and results checks the run's fencing token, so a task that lost its host's lease (or its claim)
+cannot write.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from gates.errors import ServiceError
@@ -54,13 +56,33 @@ class RunSession:
 
     # --- claim -------------------------------------------------------------------------
     @classmethod
+    def claim_dispatched(cls, run_id: int) -> RunSession | None:
+        """The one claim of a task sent to drive a run: records that a task got there, moves a
+        queued run to running and takes the driver claim. None when the run ended, is an upload
+        run, or another live task drives it. Conditional UPDATEs: two copies of the task, at
+        once or one after the other, get one session between them."""
+        now = timezone.now()
+        driven = Run.objects.filter(
+            pk=run_id, state__in=(Run.State.QUEUED, Run.State.RUNNING), source=Run.Source.REMOTE
+        )
+        # A poke that finds the run driven still counts: the redispatcher looks for silent runs.
+        driven.update(last_dispatched_at=now)
+        return cls._claim(
+            run_id, driven, state=Run.State.RUNNING, started_at=Coalesce("started_at", Value(now))
+        )
+
+    @classmethod
     def claim(cls, run_id: int) -> RunSession | None:
-        """Claim a running run for this task; None when another live task drives it."""
+        """Take over a running run (the reaper does); None when another live task drives it."""
+        return cls._claim(run_id, Run.objects.filter(pk=run_id, state=Run.State.RUNNING))
+
+    @classmethod
+    def _claim(cls, run_id: int, runs: QuerySet[Run], **changes: object) -> RunSession | None:
         now = timezone.now()
         token = str(uuid.uuid4())
         free = Q(driver_until__isnull=True) | Q(driver_until__lt=now)
-        claimed = Run.objects.filter(free, pk=run_id, state=Run.State.RUNNING).update(
-            driver_token=token, driver_until=_claim_until(), heartbeat_at=now
+        claimed = runs.filter(free).update(
+            driver_token=token, driver_until=_claim_until(), heartbeat_at=now, **changes
         )
         if claimed != 1:
             return None
@@ -175,8 +197,8 @@ class RunSession:
         run_mark_canceled(run_id=self.run.pk, reason="canceled by request; host processes stopped")
 
     # --- evaluation ----------------------------------------------------------------------
-    def evaluate(self, context: dict | None = None) -> Evaluation:
-        return run_evaluate(self.run, context)
+    def evaluate(self) -> Evaluation:
+        return run_evaluate(self.run)
 
 
 def run_remote_dirs(run: Run) -> list[str]:

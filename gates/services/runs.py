@@ -1,7 +1,9 @@
-"""Runs: creating, claiming, leasing hosts, heartbeats, ending, and recording decisions.
+"""Runs: creating and canceling them, leasing hosts, ending them, and recording decisions.
 
-The only writer of run and decision state. Every worker-side write checks the run's fencing
-token against its host, so a run that lost its lease can never overwrite the current holder.
+Every change of a run's state and every decision is written here, but one: the worker's claim
+(recording.RunSession.claim_dispatched) starts a queued run in the UPDATE that claims it. Steps,
+progress and heartbeats are recorded by recording.py and uploads.py. A decision and a lease
+release check the run's fencing token, so a run that lost its lease never touches the holder's.
 """
 
 from __future__ import annotations
@@ -27,8 +29,16 @@ from gates.services.alerts import alert_enqueue
 from gates.services.audit import Actor, audit_record
 from gates.services.engagements import gate_move, gate_open_next
 from gates.tenancy import Viewer
+from runners.plans import has_program
 
 ACTIVE_STATES = (Run.State.QUEUED, Run.State.RUNNING)
+
+
+class GateNotRunnableError(ServiceError):
+    """No program runs this kind of gate yet, so a run of it could never end in a verdict."""
+
+    code = "not_runnable"
+    status = 409
 
 
 def run_create(
@@ -80,6 +90,13 @@ def run_create(
 
 
 def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
+    if not has_program(gate.kind):
+        # Uploads too: no engine input is gathered for a gate without a program.
+        raise GateNotRunnableError(
+            f"{gate.kind} cannot be run yet: Tollgate has no {gate.kind} program, on a host or "
+            "by upload",
+            field="gate",
+        )
     if gate.engagement.state != Engagement.State.ACTIVE:
         raise IllegalTransitionError(f"the engagement is {gate.engagement.state}")
     if gate.state == Gate.State.RUNNING:
@@ -98,10 +115,6 @@ def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
 
 def _dispatch_on_commit(run: Run) -> None:
     pokes.poke_on_commit(pokes.ADVANCE_RUN, run.pk)
-
-
-def run_mark_dispatched(*, run_id: int) -> None:
-    Run.objects.filter(pk=run_id).update(last_dispatched_at=timezone.now())
 
 
 def host_lease_acquire(*, run: Run) -> int:

@@ -11,7 +11,6 @@ from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
 from gates.models import Measurement, Run, RunStep
 from gates.services.audit import Actor, audit_record
 from gates.services.evaluation import Evaluation, run_evaluate
-from gates.services.execution import run_decision_context
 from gates.services.results import run_result_store
 from gates.tenancy import Viewer
 from runners import results
@@ -78,7 +77,7 @@ def run_upload_decide(*, actor: Actor, viewer: Viewer, run: Run) -> Evaluation:
         raise NotAllowedError("you may not decide runs")
     _check_open_upload_run(run)
     _check_minimum_repetitions(run)
-    evaluation = run_evaluate(run, run_decision_context(run))
+    evaluation = run_evaluate(run)
     if not evaluation.decided:
         raise MoreRepetitionsError(
             f"the decision plan needs {evaluation.more} more repetition(s), starting with "

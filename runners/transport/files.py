@@ -1,19 +1,24 @@
-"""Local file handling shared by the transports: SHA-256 of a file, and copy-verify-rename.
-
-Imports no paramiko. A file only appears under its final name once its digest matched.
+"""File handling shared by the transports: SHA-256 of a file here or on the host, and
+copy-verify-rename. Imports no paramiko. A file only appears under its final name once its
+digest matched.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from runners.errors import InfrastructureError
+from runners.errors import InfrastructureError, SpecError
+from runners.transport.types import CommandResult
 
 CHUNK_BYTES = 1 << 20
+FILE_TIMEOUT = 60.0
+# A transport's run(argv, timeout=...): the remote helpers below need nothing else of it.
+Runner = Callable[..., CommandResult]
 
 # Run on the host with python3 (always present there): sha256sum is not everywhere.
 REMOTE_SHA256 = (
@@ -42,6 +47,48 @@ def local_sha256(path: str, *, host: str, step: str) -> str:
         raise InfrastructureError(
             f"cannot read {path}: {problem.strerror}", permanent=True, host=host, step=step
         ) from None
+
+
+def remote_sha256(run: Runner, path: str, *, host: str, step: str) -> str:
+    """The SHA-256 of a file on the host, computed there."""
+    result = run(["python3", "-c", REMOTE_SHA256, path], timeout=FILE_TIMEOUT)
+    if not result.ok:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InfrastructureError(
+            f"cannot hash {path}: {last}", permanent=True, host=host, step=step
+        )
+    return result.stdout.strip()
+
+
+def make_remote_parent(run: Runner, path: str, *, host: str, step: str) -> None:
+    parent = posixpath.dirname(path) or "."
+    result = run(["mkdir", "-p", parent], timeout=FILE_TIMEOUT)
+    if not result.ok:
+        raise InfrastructureError(
+            f"cannot create {parent}: {result.stderr.strip()[-300:]}",
+            permanent=True,
+            host=host,
+            step=step,
+        )
+
+
+def check_digest(found: str, expected: str, *, received: bool, host: str, step: str) -> None:
+    """Refuse a copy whose SHA-256 is not the source's; `received`: the copy is local."""
+    if found != expected:
+        copy, source = ("received", "on the host") if received else ("on the host", "sent")
+        raise InfrastructureError(
+            f"SHA-256 mismatch: {found} {copy}, {expected} {source}", host=host, step=step
+        )
+
+
+def file_problem(problem: BaseException, *, host: str, step: str) -> BaseException | None:
+    """What a failed file copy means as a runner error; None when it is not about the files
+    (a network failure, for the transport to classify)."""
+    if isinstance(problem, InfrastructureError | SpecError):
+        return problem
+    if isinstance(problem, FileNotFoundError | PermissionError | IsADirectoryError):
+        return InfrastructureError(str(problem), permanent=True, host=host, step=step)
+    return None
 
 
 def temporary_name(path: str) -> str:

@@ -44,6 +44,11 @@ def fingerprint_of_blob(blob: bytes) -> str:
     return "SHA256:" + digest.rstrip("=")
 
 
+def known_hosts_name(address: str, port: int) -> str:
+    """The name a pinned key is looked up under, as in known_hosts: `[addr]:port` off port 22."""
+    return address if port == 22 else f"[{address}]:{port}"
+
+
 def parse_host_key(line: str, *, field: str = "host_key") -> HostKey:
     """Parse "TYPE BASE64 [comment]"; refuse anything that is not a well-formed public key."""
     parts = line.strip().split() if isinstance(line, str) else []

@@ -1,15 +1,44 @@
-"""TCP connections for the SSH transport, and plain-words descriptions of network failures.
-
-Sockets only: imports no paramiko and no Django.
+"""TCP connections for the SSH transport, the retry schedule of a connection, and plain-words
+descriptions of network failures. Sockets only: imports no paramiko and no Django.
 """
 
 from __future__ import annotations
 
 import socket
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from runners.errors import InfrastructureError
 
 STEP_TCP = "tcp connect"
+FIRST_RETRY_S = 0.5
+MAX_RETRY_S = 4.0
+
+T = TypeVar("T")
+
+
+def with_backoff(
+    attempt_once: Callable[[], T],
+    *,
+    attempts: int,
+    budget_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call `attempt_once` until it returns, retrying a transient InfrastructureError after
+    0.5, 1, 2, 4, 4... s; a new attempt starts only within `budget_s` of the first."""
+    first = clock()
+    for attempt in range(1, attempts + 1):
+        try:
+            return attempt_once()
+        except InfrastructureError as problem:
+            delay = min(FIRST_RETRY_S * 2 ** (attempt - 1), MAX_RETRY_S)
+            late = clock() - first + delay > budget_s
+            if problem.permanent or attempt == attempts or late:
+                raise
+            sleep(delay)  # backoff between attempts, not waiting for an event
+    raise AssertionError("unreachable")
 
 
 def tcp_connect(

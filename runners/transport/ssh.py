@@ -21,21 +21,24 @@ from runners.transport.capture import DEFAULT_CAPTURE_BYTES, LineCallback, Strea
 from runners.transport.detached import DetachedProcesses
 from runners.transport.files import (
     CHUNK_BYTES,
-    REMOTE_SHA256,
+    FILE_TIMEOUT,
+    check_digest,
     cut_to_whole_lines,
+    file_problem,
     local_sha256,
+    make_remote_parent,
     partial_file,
+    remote_sha256,
     sha256_of_file,
     temporary_name,
 )
-from runners.transport.hostkeys import fingerprint_of_blob, parse_host_key
-from runners.transport.network import describe, tcp_connect
+from runners.transport.hostkeys import fingerprint_of_blob, known_hosts_name, parse_host_key
+from runners.transport.network import describe, tcp_connect, with_backoff
 from runners.transport.types import CommandResult, SshTarget
 
 STEP_HANDSHAKE = "ssh handshake"
 STEP_HOST_KEY = "host key check"
 STEP_AUTH = "authentication"
-FILE_TIMEOUT = 60.0
 READ_BYTES = 1 << 16
 _TRANSIENT = (OSError, EOFError, paramiko.SSHException)
 
@@ -187,18 +190,13 @@ class SshTransport(DetachedProcesses):
         """Upload to a partial name, compare SHA-256 on the host, then rename into place."""
         step = f"put {remote_path}"
         expected = local_sha256(local_path, host=self.host, step=step)
-        self._make_parent(remote_path, step)
+        make_remote_parent(self.run, remote_path, host=self.host, step=step)
         partial = temporary_name(remote_path)
         try:
             sftp = self._sftp_client(step)
             sftp.put(local_path, partial, confirm=True)
-            found = self._remote_digest(partial, step)
-            if found != expected:
-                raise InfrastructureError(
-                    f"SHA-256 mismatch: {found} on the host, {expected} sent",
-                    host=self.host,
-                    step=step,
-                )
+            found = remote_sha256(self.run, partial, host=self.host, step=step)
+            check_digest(found, expected, received=False, host=self.host, step=step)
             sftp.posix_rename(partial, remote_path)
         except BaseException as problem:
             self._forget(partial)
@@ -208,7 +206,7 @@ class SshTransport(DetachedProcesses):
     def get(self, remote_path: str, local_path: str) -> str:
         """Download to a partial name, compare with the host's SHA-256, then rename into place."""
         step = f"get {remote_path}"
-        expected = self._remote_digest(remote_path, step)
+        expected = remote_sha256(self.run, remote_path, host=self.host, step=step)
         try:
             os.makedirs(os.path.dirname(os.path.abspath(local_path)), exist_ok=True)
             with partial_file(local_path) as partial:
@@ -216,12 +214,7 @@ class SshTransport(DetachedProcesses):
                     remote_path, partial, max_concurrent_prefetch_requests=64
                 )
                 found = sha256_of_file(partial)
-                if found != expected:
-                    raise InfrastructureError(
-                        f"SHA-256 mismatch: {found} received, {expected} on the host",
-                        host=self.host,
-                        step=step,
-                    )
+                check_digest(found, expected, received=True, host=self.host, step=step)
                 os.replace(partial, local_path)
         except BaseException as problem:
             raise self._file_error(problem, step) from None
@@ -244,26 +237,6 @@ class SshTransport(DetachedProcesses):
             data = cut_to_whole_lines(data, max_bytes)
         return data, offset + len(data)
 
-    def _make_parent(self, remote_path: str, step: str) -> None:
-        parent = posixpath.dirname(remote_path) or "."
-        result = self.run(["mkdir", "-p", parent], timeout=FILE_TIMEOUT)
-        if not result.ok:
-            raise InfrastructureError(
-                f"cannot create {parent}: {result.stderr.strip()[-300:]}",
-                permanent=True,
-                host=self.host,
-                step=step,
-            )
-
-    def _remote_digest(self, path: str, step: str) -> str:
-        result = self.run(["python3", "-c", REMOTE_SHA256, path], timeout=FILE_TIMEOUT)
-        if not result.ok:
-            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            raise InfrastructureError(
-                f"cannot hash {path}: {last}", permanent=True, host=self.host, step=step
-            )
-        return result.stdout.strip()
-
     def _forget(self, partial: str) -> None:
         if self._sftp is None:
             return
@@ -271,14 +244,11 @@ class SshTransport(DetachedProcesses):
             self._sftp.remove(partial)
 
     def _file_error(self, problem: BaseException, step: str) -> BaseException:
-        if isinstance(problem, InfrastructureError | SpecError):
-            return problem
-        if isinstance(problem, FileNotFoundError | PermissionError | IsADirectoryError):
-            return InfrastructureError(str(problem), permanent=True, host=self.host, step=step)
-        if isinstance(problem, _TRANSIENT):
+        known = file_problem(problem, host=self.host, step=step)
+        if known is None and isinstance(problem, _TRANSIENT):
             self.close()
-            return _classified(problem, step=step, host=self.host)
-        return problem
+            known = _classified(problem, step=step, host=self.host)
+        return known or problem
 
     def _sftp_client(self, step: str) -> paramiko.SFTPClient:
         client = self._connected()
@@ -298,23 +268,12 @@ class SshTransport(DetachedProcesses):
         if self._client is not None and session is not None and session.is_active():
             return self._client
         self.close()
-        self._client = self._connect_with_backoff()
+        self._client = with_backoff(
+            self._open_client,
+            attempts=self.target.connect_attempts,
+            budget_s=self.target.connect_timeout,
+        )
         return self._client
-
-    def _connect_with_backoff(self) -> paramiko.SSHClient:
-        """Retry transient failures; a new attempt starts only within connect_timeout."""
-        first = time.monotonic()
-        for attempt in range(1, self.target.connect_attempts + 1):
-            try:
-                return self._open_client()
-            except InfrastructureError as problem:
-                delay = min(0.5 * 2 ** (attempt - 1), 4.0)
-                spent = time.monotonic() - first
-                last = attempt == self.target.connect_attempts
-                if problem.permanent or last or spent + delay > self.target.connect_timeout:
-                    raise
-                time.sleep(delay)  # backoff between attempts, not waiting for an event
-        raise AssertionError("unreachable")
 
     def _open_client(self) -> paramiko.SSHClient:
         target = self.target
@@ -331,7 +290,8 @@ class SshTransport(DetachedProcesses):
         if target.host_key:
             pinned = parse_host_key(target.host_key)
             key = paramiko.PKey.from_type_string(pinned.key_type, pinned.blob)
-            client.get_host_keys().add(_known_hosts_name(target), key.get_name(), key)
+            name = known_hosts_name(target.address, target.port)
+            client.get_host_keys().add(name, key.get_name(), key)
         try:
             client.connect(
                 hostname=target.address,
@@ -386,11 +346,6 @@ def _key_from_text(text: str, password: str | None) -> paramiko.PKey:
         except (paramiko.SSHException, ValueError):
             continue  # the text holds another kind of key: try the next class
     raise paramiko.SSHException("not an ed25519, ecdsa or rsa private key")
-
-
-def _known_hosts_name(target: SshTarget) -> str:
-    # The name SSHClient looks the pinned key up under, as in known_hosts.
-    return target.address if target.port == 22 else f"[{target.address}]:{target.port}"
 
 
 def _drained(channel: paramiko.Channel) -> bool:

@@ -10,7 +10,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from gates import services, specs
-from gates.models import ApiToken, AuditEvent, Host, Run
+from gates.models import ApiToken, AuditEvent, Gate, Host, Run
 from gates.tenancy import viewer_for_user
 from tests.conftest import HOST_KEY, PRIVATE_KEY
 from tests.gates.test_tenancy import token_client
@@ -130,6 +130,23 @@ def test_a_second_run_on_a_busy_gate_is_a_409(vendor_api, engagement, host):
     vendor_api.post(url, {"host": host.name}, format="json")
     response = vendor_api.post(url, {"host": host.name}, format="json")
     assert response.status_code == 409 and response.json()["error"] == "illegal_transition"
+
+
+@pytest.mark.parametrize("start", [{"host": "gpu-1"}, {"upload": True}], ids=["host", "upload"])
+def test_starting_a_gate_without_a_program_is_a_409_that_writes_nothing(
+    vendor_api, engagement, host, start
+):
+    gate = engagement.gates.get(kind="G4")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    response = vendor_api.post(reverse("api:gate-runs", args=[gate.pk]), start, format="json")
+    assert response.status_code == 409
+    assert response.json() == {
+        "error": "not_runnable",
+        "detail": "G4 cannot be run yet: Tollgate has no G4 program, on a host or by upload",
+        "field": "gate",
+    }
+    assert not Run.objects.exists()
+    assert Host.objects.get(pk=host.pk).lease_run is None
 
 
 def test_cancelling_a_queued_run_ends_it(vendor_api, engagement, host):

@@ -1,8 +1,12 @@
-"""RunSession: the claim, step delivery counting, idempotent recording, fencing."""
+"""RunSession: the claims, step delivery counting, idempotent recording, fencing."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from gates import services
@@ -21,12 +25,16 @@ RESULT = {"completed": 8, "failed": 0, "ttft_ms": {"median": 10.0}}
 
 
 @pytest.fixture
-def running(actor, vendor_viewer, engagement, customer_org, tmp_path) -> Run:
+def queued(actor, vendor_viewer, engagement, customer_org, tmp_path) -> Run:
     host = local_simhost(customer_org, tmp_path)
-    run = services.run_create(
+    return services.run_create(
         actor=actor, viewer=vendor_viewer, gate=engagement.gates.get(kind="G1"), host=host
     )
-    return services.run_claim(run_id=run.pk)
+
+
+@pytest.fixture
+def running(queued) -> Run:
+    return services.run_claim(run_id=queued.pk)
 
 
 @pytest.fixture
@@ -68,6 +76,65 @@ def test_a_released_run_can_be_claimed_again(session):
 def test_an_expired_claim_frees_the_run(session):
     Run.objects.filter(pk=session.run.pk).update(driver_until=timezone.now())
     assert services.RunSession.claim(session.run.pk) is not None
+
+
+def test_a_dispatched_task_starts_a_queued_run_and_drives_it_in_one_claim(queued):
+    session = services.RunSession.claim_dispatched(queued.pk)
+    run = Run.objects.get(pk=queued.pk)
+    assert run.state == Run.State.RUNNING and run.started_at and run.last_dispatched_at
+    assert run.driver_token == session.token and run.driver_until > timezone.now()
+
+
+def test_a_second_dispatched_task_leaves_a_driven_run_but_counts_as_a_poke(queued):
+    services.RunSession.claim_dispatched(queued.pk)
+    started = Run.objects.get(pk=queued.pk).started_at
+    Run.objects.filter(pk=queued.pk).update(last_dispatched_at=None)
+    assert services.RunSession.claim_dispatched(queued.pk) is None
+    run = Run.objects.get(pk=queued.pk)
+    assert run.last_dispatched_at and run.started_at == started
+
+
+def test_the_task_after_a_handover_keeps_the_run_s_start_time(queued):
+    services.RunSession.claim_dispatched(queued.pk).release()
+    started = Run.objects.get(pk=queued.pk).started_at
+    assert services.RunSession.claim_dispatched(queued.pk) is not None
+    assert Run.objects.get(pk=queued.pk).started_at == started
+
+
+def test_a_dispatched_task_never_drives_an_ended_run(queued, actor, vendor_viewer):
+    services.run_cancel(actor=actor, viewer=vendor_viewer, run=queued)
+    assert services.RunSession.claim_dispatched(queued.pk) is None
+    run = Run.objects.get(pk=queued.pk)
+    assert run.state == Run.State.CANCELED and not run.driver_token
+
+
+def test_a_dispatched_task_never_drives_an_upload_run(actor, vendor_viewer, engagement):
+    run = services.run_create(
+        actor=actor,
+        viewer=vendor_viewer,
+        gate=engagement.gates.get(kind="G1"),
+        host=None,
+        source=Run.Source.UPLOAD,
+    )
+    assert services.RunSession.claim_dispatched(run.pk) is None
+    assert not Run.objects.get(pk=run.pk).driver_token
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_tasks_dispatched_at_once_get_one_session_between_them(queued):
+    tasks = 8
+    start = threading.Barrier(tasks)
+
+    def task() -> bool:
+        try:
+            start.wait()
+            return services.RunSession.claim_dispatched(queued.pk) is not None
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(tasks) as pool:
+        sessions = list(pool.map(lambda _: task(), range(tasks)))
+    assert sessions.count(True) == 1
 
 
 def test_recording_a_step_twice_stores_one_artifact_and_one_measurement(session):

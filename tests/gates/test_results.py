@@ -73,20 +73,13 @@ def g3_gate(actor, viewer, customer_org, host, title: str):
 def remote_run(actor, viewer, gate, host, tmp_path) -> Run:
     """The offload arm's bench of repetition 1, as the G3 program plans, performs and records it."""
     run = services.run_create(actor=actor, viewer=viewer, gate=gate, host=host)
-    services.run_claim(run_id=run.pk)
-    session = services.RunSession.claim(run.pk)
+    session = services.RunSession.claim_dispatched(run.pk)
     planned = plans.plan_run(session.spec, [])
     session.append_steps(
         [next(s for s in planned if s["kind"] == "bench" and s["arm"] == "offload")]
     )
-    execution = services.run_execution(session.run)
-    ctx = steps.StepContext(
-        transport=CapturedHost(BENCH, [IDLE, LOADED]),
-        commands=execution["commands"],
-        values=execution["values"],
-        run_dir=execution["run_dir"],
-        token=execution["token"],
-        scratch=tmp_path,
+    ctx = services.run_execution(session.run).step_context(
+        CapturedHost(BENCH, [IDLE, LOADED]), tmp_path
     )
     while (current := session.next_step()) is not None:
         step, detail = current

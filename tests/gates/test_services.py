@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError
+from django.utils import timezone
 
 from gates import services, specs
 from gates.errors import (
@@ -36,6 +37,19 @@ def start_run(actor, vendor_viewer, gate, host):
 
 def decide(run, verdict):
     return services.decision_record(run_id=run.pk, result={"verdict": verdict, "clauses": []})
+
+
+def soak_run(gate):
+    """A running G4 run as its program will make one: no service starts G4 runs yet."""
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.RUNNING)
+    return Run.objects.create(
+        gate=gate,
+        spec=gate.current_spec,
+        attempt=1,
+        source=Run.Source.UPLOAD,
+        state=Run.State.RUNNING,
+        started_at=timezone.now(),
+    )
 
 
 class TestEngagementCreate:
@@ -236,12 +250,40 @@ class TestRuns:
             start_run(actor, vendor_viewer, engagement.gates.get(kind="G1"), host)
 
     def test_passing_g4_passes_the_engagement(self, actor, vendor_viewer, engagement, host):
-        for kind in ("G1", "G2", "G3", "G4"):
+        for kind in ("G1", "G2", "G3"):
             run = start_run(actor, vendor_viewer, engagement.gates.get(kind=kind), host)
             services.run_claim(run_id=run.pk)
             decide(run, Verdict.PASS)
+        decide(soak_run(engagement.gates.get(kind="G4")), Verdict.PASS)
         engagement.refresh_from_db()
         assert engagement.state == Engagement.State.PASSED
+
+    @pytest.mark.parametrize("source", [Run.Source.REMOTE, Run.Source.UPLOAD])
+    def test_a_gate_without_a_program_is_refused_and_nothing_is_written(
+        self, actor, vendor_viewer, engagement, host, source
+    ):
+        gate = engagement.gates.get(kind="G4")
+        Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+        with pytest.raises(services.GateNotRunnableError) as error:
+            services.run_create(
+                actor=actor,
+                viewer=vendor_viewer,
+                gate=gate,
+                host=host if source == Run.Source.REMOTE else None,
+                source=source,
+            )
+        assert (error.value.code, error.value.status, error.value.field) == (
+            "not_runnable",
+            409,
+            "gate",
+        )
+        assert "G4" in error.value.detail
+        host.refresh_from_db()
+        assert not Run.objects.exists()
+        assert (host.lease_run_id, host.fencing_token) == (None, 0)
+        assert Gate.objects.get(pk=gate.pk).state == Gate.State.READY
+        assert gate.current_spec.frozen_at is None
+        assert not AuditEvent.objects.filter(action="run.create").exists()
 
     def test_failures_up_to_the_budget_open_stop_loss_review(
         self, actor, vendor_viewer, engagement, host

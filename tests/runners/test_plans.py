@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from gates import specs
 from runners import plans
 from tests.simhosts import g2_spec, g3_spec
@@ -76,7 +78,18 @@ def test_more_repetitions_continue_the_numbering():
     document = specs.default_spec("G3")
     extra = plans.plan_g3_repetitions(document, first=4, count=2)
     assert {s["repetition"] for s in benches(extra)} == {4, 5}
-    assert plans.repetitions_planned(plans.plan_run(document, []) + extra) == 5
+    planned = benches(plans.plan_run(document, []) + extra)
+    assert {s["repetition"] for s in planned} == {1, 2, 3, 4, 5}
+
+
+def test_only_g1_to_g3_have_a_program_until_the_soak_exists():
+    assert [kind for kind in ("G1", "G2", "G3", "G4") if plans.has_program(kind)] == [
+        "G1",
+        "G2",
+        "G3",
+    ]
+    with pytest.raises(ValueError, match="no program for G4"):
+        plans.plan_run(specs.default_spec("G4"), [])
 
 
 def test_g2_runs_each_aa_side_in_its_own_session_with_the_same_prompts():
