@@ -127,31 +127,45 @@ def test_offload_that_does_not_help_fails_g3_then_opens_stop_loss(
     host = ssh_simhost(customer_org, own_sshd, tmp_path / "host", scenario="offload-does-not-help")
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
+    # Short random prompts share no prefix, so keeping KV (offload) and recomputing it cost the
+    # same: the scenario's recompute/offload TTFT ratio is 1.0x (docs/simhost.md). Against the
+    # template's 8.6x bar the log-ratio sits ln 8.6 = 2.15 short; the engine fails a cell when
+    # its whole interval misses the bar, and the interval's half-width at the first look is
+    # 14.5 sd / sqrt(2) (3 pairs: 4.0 sd / sqrt(3)), so only a repetition-to-repetition sd of
+    # the log-ratio above 0.2 (then 0.9) could keep it open: this box's noise is a few percent.
+    ratio = {
+        "metric": "ttft_p50",
+        "compare": "recompute/offload",
+        "change": "ratio",
+        "at_least": 8.6,
+        "tiers": "all",
+    }
+    reduction = {
+        "metric": "ttft_p50",
+        "compare": "offload/baseline",
+        "change": "reduction",
+        "at_least_pct": 25,
+        "tiers": "all",
+    }
     document = g3_spec(
-        workload=SHORT_CHAT,
-        tiers=[1],
-        repetitions=(2, 3),
-        clauses=[
-            {
-                "metric": "ttft_p50",
-                "compare": "offload/baseline",
-                "change": "reduction",
-                "at_least_pct": 25,
-                "tiers": "all",
-            }
-        ],
+        workload=SHORT_CHAT, tiers=[1], repetitions=(2, 3), clauses=[ratio, reduction]
     )
     # No reuse means the tier is never hit; that is this workload's truth, not a broken run.
     document["validity"]["min_external_hit_rate"] = 0
-    verdicts = []
-    for _ in range(2):
+    for attempt in (1, 2):
         run = drive(start(actor, vendor_viewer, engagement, "G3", host, document))
         decision = run.gate.decisions.first()
-        verdicts.append(decision.verdict)
-        assert decision.verdict in ("fail", "inconclusive"), decision.result["reasons"]
-        assert decision.clauses[0]["estimate"] < 25
-    gate = engagement.gates.get(kind="G3")
-    assert gate.stop_loss_review is (verdicts == ["fail", "fail"])
+        assert (run.outcome, decision.verdict) == ("completed", "fail"), decision.result
+        ratio_cell, reduction_cell = decision.clauses
+        assert ratio_cell["verdict"] == "fail", ratio_cell
+        assert ratio_cell["high"] < 8.6 and 0.5 < ratio_cell["estimate"] < 2, ratio_cell
+        assert reduction_cell["estimate"] < 25, reduction_cell
+        gate = engagement.gates.get(kind="G3")
+        # The first fail is a strike with an attempt left; the second spends the last one.
+        assert gate.stop_loss_review is (attempt == 2)
+        assert gate.can_move_to(Gate.State.RUNNING) is (attempt == 1)
+    events = list(gate.alerts.order_by("pk").values_list("event", flat=True))
+    assert events == ["gate_failed", "stop_loss_review"]
 
 
 def test_a_host_without_the_offload_tier_fails_g1(

@@ -122,12 +122,14 @@ def serve(tmp_path):
         server.stop()
 
 
-def wait_until(predicate, deadline_s: float, interval: float = 0.05):
-    """Poll `predicate` until it returns something truthy or the deadline passes."""
+def wait_until(predicate, deadline_s: float, interval: float = 0.05, *, what: str = ""):
+    """Poll `predicate` until it returns something truthy and return that; fail at the deadline
+    with `what` (the awaited fact, in words) in the message."""
     end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
+    while True:
         value = predicate()
         if value:
             return value
-        time.sleep(interval)
-    return predicate()
+        if time.monotonic() >= end:
+            raise AssertionError(f"{what or 'the condition'} did not hold within {deadline_s} s")
+        time.sleep(interval)  # the polling interval, not a wait for the event itself

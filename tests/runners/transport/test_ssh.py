@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import socket
 import subprocess
 import time
@@ -85,21 +86,21 @@ def test_20_mib_on_stdout_and_stderr_at_once_completes(ssh_transport):
     assert time.monotonic() - started < 60
 
 
-def test_lines_stream_to_the_callback_while_the_command_runs(ssh_transport):
-    seen: list[tuple[str, str, float]] = []
-    script = "echo one; echo warn >&2; sleep 1; echo two"
-    result = ssh_transport.run(
-        ["/bin/sh", "-c", script],
-        timeout=10,
-        on_line=lambda stream, line: seen.append((stream, line, time.monotonic())),
-    )
-    finished = time.monotonic()
-    assert [(stream, line) for stream, line, _ in seen] == [
-        ("stdout", "one"),
-        ("stderr", "warn"),
-        ("stdout", "two"),
-    ]
-    assert finished - seen[0][2] > 0.5  # "one" arrived before the sleep ended
+def test_lines_stream_to_the_callback_while_the_command_runs(ssh_transport, tmp_path):
+    go = tmp_path / "go"
+    seen: list[tuple[str, str]] = []
+
+    def on_line(stream: str, line: str) -> None:
+        seen.append((stream, line))
+        if line == "one":
+            go.touch()
+
+    # The command prints "two" only once the callback has seen "one": if lines reached the
+    # callback only after the command ended, it would never end (and the run would time out).
+    wait = f"until [ -e {shlex.quote(str(go))} ]; do sleep 0.02; done"
+    script = f"echo one; echo warn >&2; {wait}; echo two"
+    result = ssh_transport.run(["/bin/sh", "-c", script], timeout=30, on_line=on_line)
+    assert seen == [("stdout", "one"), ("stderr", "warn"), ("stdout", "two")]
     assert result.stdout == "one\ntwo\n"
 
 
