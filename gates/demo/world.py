@@ -136,6 +136,12 @@ def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
     for clause in g3["clauses"]:
         if clause["tiers"] != "all":
             clause["tiers"] = [plan.tiers[0] if clause["tiers"] == [8] else plan.tiers[-1]]
+        # simhost's recompute arm is 12-16x slower than offload: against the field's 8.6x bar
+        # that is only 0.3-0.6 in log-ratio, while on a loaded 2-core box a log-ratio's sd
+        # across repetitions reaches 0.36, so 6 repetitions sometimes leave the cell open. The
+        # demo asks 4x, which the emulated host clears by a margin no scheduling noise covers.
+        if clause["change"] == "ratio":
+            clause["at_least"] = 4.0
     g3["validity"].update(
         min_external_hit_rate=plan.min_external_hit_rate, require_kv_exceeds_vram=False
     )
