@@ -23,10 +23,10 @@ WARMUP_PROMPTS = 4
 
 def plan_run(spec: dict, probe_names: list[str]) -> list[Step]:
     """The initial plan of a run of this spec."""
-    kind = spec["gate"]
-    if not has_program(kind):
-        raise ValueError(f"no program for {kind}")
-    return PROGRAMS[kind](spec, probe_names)
+    program = PROGRAMS.get(spec["gate"])
+    if program is None:
+        raise ValueError(f"no program for {spec['gate']}")
+    return program(spec, probe_names)
 
 
 def has_program(kind: str) -> bool:

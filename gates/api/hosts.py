@@ -12,7 +12,7 @@ from gates.errors import NotAllowedError, ServiceError
 from gates.models import Host, Organization, Profile
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.errors import RunnerError
-from runners.transport import check_connection, scan_host_key, target_from
+from runners.transport import check_connection, scan_host_key
 
 # Onboarding calls run inside the request: short timeouts keep a dead host from holding it.
 SCAN_TIMEOUT_S = 5.0
@@ -175,8 +175,8 @@ class HostCheckApi(APIView):
                     ],
                 }
             )
-        target = target_from(
-            services.host_connection(host),
+        target = services.host_target(
+            host,
             connect_timeout=CHECK_TIMEOUT_S,
             banner_timeout=CHECK_TIMEOUT_S,
             auth_timeout=CHECK_TIMEOUT_S,

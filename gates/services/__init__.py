@@ -19,7 +19,7 @@ from gates.services.engagements import (
     gate_waive,
 )
 from gates.services.evaluation import run_decision_context, run_evaluate
-from gates.services.execution import host_connection, run_execution
+from gates.services.execution import host_target, run_execution
 from gates.services.hosts import (
     host_create,
     host_credential,
@@ -74,7 +74,6 @@ __all__ = [
     "gate_spec_sign",
     "gate_spec_update",
     "gate_waive",
-    "host_connection",
     "host_create",
     "host_credential",
     "host_key_fingerprint",
@@ -82,6 +81,7 @@ __all__ = [
     "host_lease_release",
     "host_rotate_credentials",
     "host_set_credential",
+    "host_target",
     "run_assert_lease",
     "run_cancel",
     "run_claim",

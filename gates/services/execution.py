@@ -8,7 +8,7 @@ from django.conf import settings
 from gates.models import Host, Run
 from gates.services.hosts import host_credential
 from runners.execution import RunPlan
-from runners.transport import target_from
+from runners.transport import SshTarget
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
 DEFAULT_PYTHON = "/usr/bin/python3"
@@ -31,7 +31,7 @@ def run_execution(run: Run) -> RunPlan:
     local = host.transport == Host.Transport.LOCAL
     return RunPlan(
         host_name=host.name,
-        target=None if local else target_from(host_connection(host)),
+        target=None if local else host_target(host),
         commands=profile.commands,
         values=values,
         run_dir=f"{run_root}/run-{run.pk}-{run.key.hex[:12]}",
@@ -43,18 +43,17 @@ def run_execution(run: Run) -> RunPlan:
     )
 
 
-def host_connection(host: Host) -> dict:
-    """How to reach a host: plain values for runners.transport (the key decrypted in memory)."""
-    if host.transport == Host.Transport.LOCAL:
-        return {"transport": "local", "name": host.name}
+def host_target(host: Host, **timeouts: float) -> SshTarget:
+    """How to reach an SSH host, for runners.transport: the key decrypted in memory only
+    (SshTarget keeps it out of repr)."""
     private_key = host_credential(host)
-    return {
-        "transport": "ssh",
-        "name": host.name,
-        "address": host.address,
-        "port": host.port,
-        "username": host.username,
-        "host_key": host.host_key,
-        "private_key": private_key,
-        "key_path": None if private_key else host.key_file_path or None,
-    }
+    return SshTarget(
+        name=host.name,
+        address=host.address,
+        port=host.port,
+        username=host.username,
+        host_key=host.host_key,
+        private_key=private_key,
+        key_path=None if private_key else host.key_file_path or None,
+        **timeouts,
+    )

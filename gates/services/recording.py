@@ -1,5 +1,5 @@
-"""Recording a run's program as it advances: the driver claim, steps, artifacts, measurements,
-heartbeats, and the evaluation that turns them into a decision.
+"""Recording a run's program as it advances: the driver claim, steps and their results (stored
+by gates.services.results), progress, heartbeats, and the evaluation that decides the run.
 
 A RunSession is what runners.driver talks to; it never imports runners. Every write of steps
 and results checks the run's fencing token, so a task that lost its host's lease (or its claim)

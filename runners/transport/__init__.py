@@ -14,7 +14,6 @@ from runners.transport.types import (
     Launch,
     SshTarget,
     Transport,
-    target_from,
 )
 
 __all__ = [
@@ -30,5 +29,4 @@ __all__ = [
     "check_connection",
     "open_transport",
     "scan_host_key",
-    "target_from",
 ]

@@ -72,10 +72,18 @@ def make_remote_parent(run: Runner, path: str, *, host: str, step: str) -> None:
         )
 
 
-def check_digest(found: str, expected: str, *, received: bool, host: str, step: str) -> None:
-    """Refuse a copy whose SHA-256 is not the source's; `received`: the copy is local."""
+# How a digest check names its two sides: (the copy, the source).
+RECEIVED = ("received", "on the host")
+SENT = ("on the host", "sent")
+COPIED = ("after copy", "at the source")
+
+
+def check_digest(
+    found: str, expected: str, *, sides: tuple[str, str], host: str, step: str
+) -> None:
+    """Refuse a copy whose SHA-256 is not the source's; `sides` names the copy and the source."""
     if found != expected:
-        copy, source = ("received", "on the host") if received else ("on the host", "sent")
+        copy, source = sides
         raise InfrastructureError(
             f"SHA-256 mismatch: {found} {copy}, {expected} {source}", host=host, step=step
         )

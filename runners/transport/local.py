@@ -19,7 +19,14 @@ from runners.commands import checked_argv
 from runners.errors import InfrastructureError
 from runners.transport.capture import DEFAULT_CAPTURE_BYTES, LineCallback, StreamCapture
 from runners.transport.detached import DetachedProcesses
-from runners.transport.files import CHUNK_BYTES, cut_to_whole_lines, partial_file, sha256_of_file
+from runners.transport.files import (
+    CHUNK_BYTES,
+    COPIED,
+    check_digest,
+    cut_to_whole_lines,
+    partial_file,
+    sha256_of_file,
+)
 from runners.transport.types import CommandResult
 
 READ_BYTES = 1 << 20
@@ -118,12 +125,7 @@ class LocalTransport(DetachedProcesses):
             with partial_file(destination) as partial:
                 shutil.copyfile(source, partial)
                 copied = sha256_of_file(partial)
-                if copied != expected:
-                    raise InfrastructureError(
-                        f"SHA-256 mismatch: {copied} after copy, {expected} at the source",
-                        host=self.host,
-                        step=step,
-                    )
+                check_digest(copied, expected, sides=COPIED, host=self.host, step=step)
                 os.replace(partial, destination)
         except OSError as problem:
             raise InfrastructureError(

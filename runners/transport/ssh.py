@@ -22,6 +22,8 @@ from runners.transport.detached import DetachedProcesses
 from runners.transport.files import (
     CHUNK_BYTES,
     FILE_TIMEOUT,
+    RECEIVED,
+    SENT,
     check_digest,
     cut_to_whole_lines,
     file_problem,
@@ -196,7 +198,7 @@ class SshTransport(DetachedProcesses):
             sftp = self._sftp_client(step)
             sftp.put(local_path, partial, confirm=True)
             found = remote_sha256(self.run, partial, host=self.host, step=step)
-            check_digest(found, expected, received=False, host=self.host, step=step)
+            check_digest(found, expected, sides=SENT, host=self.host, step=step)
             sftp.posix_rename(partial, remote_path)
         except BaseException as problem:
             self._forget(partial)
@@ -214,7 +216,7 @@ class SshTransport(DetachedProcesses):
                     remote_path, partial, max_concurrent_prefetch_requests=64
                 )
                 found = sha256_of_file(partial)
-                check_digest(found, expected, received=True, host=self.host, step=step)
+                check_digest(found, expected, sides=RECEIVED, host=self.host, step=step)
                 os.replace(partial, local_path)
         except BaseException as problem:
             raise self._file_error(problem, step) from None

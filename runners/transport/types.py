@@ -214,9 +214,3 @@ class Transport(Protocol):
     def kill(self, run_dir: str, *, grace: float = ...) -> KillResult: ...
 
     def cleanup(self, run_dir: str) -> None: ...
-
-
-def target_from(connection: Mapping[str, object], **timeouts: float) -> SshTarget:
-    """An SshTarget from the plain connection dict the Django side hands over."""
-    fields = {k: v for k, v in connection.items() if k != "transport"}
-    return SshTarget(**fields, **timeouts)

@@ -6,6 +6,9 @@ import pytest
 
 from runners.errors import InfrastructureError, SpecError
 from runners.transport.files import (
+    COPIED,
+    RECEIVED,
+    SENT,
     check_digest,
     file_problem,
     make_remote_parent,
@@ -46,13 +49,17 @@ def test_a_parent_that_cannot_be_made_is_a_permanent_error():
 
 
 @pytest.mark.parametrize(
-    "received, message",
-    [(True, "SHA-256 mismatch: b received, a on the host"), (False, "b on the host, a sent")],
+    "sides, message",
+    [
+        (RECEIVED, "SHA-256 mismatch: b received, a on the host"),
+        (SENT, "b on the host, a sent"),
+        (COPIED, "b after copy, a at the source"),
+    ],
 )
-def test_a_copy_with_another_digest_is_refused_saying_which_side_is_which(received, message):
-    check_digest("a", "a", received=received, host="h", step="s")
+def test_a_copy_with_another_digest_is_refused_saying_which_side_is_which(sides, message):
+    check_digest("a", "a", sides=sides, host="h", step="s")
     with pytest.raises(InfrastructureError, match=message) as error:
-        check_digest("b", "a", received=received, host="h", step="s")
+        check_digest("b", "a", sides=sides, host="h", step="s")
     assert not error.value.permanent
 
 
