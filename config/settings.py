@@ -333,6 +333,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gates.api.errors.exception_handler",
+    # JSON within fixed limits (depth, storable strings): hostile bodies are 400s, not 500s.
+    "DEFAULT_PARSER_CLASSES": [
+        "gates.api.parsers.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env("API_THROTTLE_RATE", "600/minute")},
     "UNAUTHENTICATED_USER": None,

@@ -22,6 +22,13 @@ class NotAllowedError(ServiceError):
     status = 403
 
 
+class DuplicateError(ServiceError):
+    """The name is taken (a unique constraint), also when two requests raced for it."""
+
+    code = "duplicate"
+    status = 409
+
+
 class IllegalTransitionError(ServiceError):
     code = "illegal_transition"
     status = 409

@@ -17,6 +17,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 
+from runners.adapters import json_limits
+from runners.workloads import DATASET_FIELDS
+
 GATE_KINDS = ("G1", "G2", "G3", "G4")
 DATASETS = ["random", "prefix_repetition", "cold_recovery", "sharegpt"]
 ARM_KINDS = ("resident", "offload", "recompute")
@@ -84,6 +87,11 @@ WORKLOAD = _obj(
     },
     required=["dataset", "num_prompts", "seed"],
 )
+# The fields a dataset's bench command reads; missing, the run would fail at its first bench.
+WORKLOAD["allOf"] = [
+    {"if": {"properties": {"dataset": {"const": name}}}, "then": {"required": list(fields)}}
+    for name, fields in DATASET_FIELDS.items()
+]
 SERVER = _obj(
     {
         "model_path": {"type": "string", "minLength": 1, "maxLength": 300},
@@ -261,6 +269,9 @@ def validate_spec(kind: str, document: Any) -> list[FieldError]:
         return [FieldError("(document)", "a gate spec must be a JSON object")]
     errors = [
         found for error in _VALIDATORS[kind].iter_errors(document) for found in _field_errors(error)
+    ] + [
+        FieldError(json_limits.format_path(path) or "(document)", problem)
+        for path, problem in json_limits.storable_problems(document)  # what PostgreSQL refuses
     ]
     if errors:
         return sorted(set(errors), key=lambda e: (e.field, e.message))

@@ -7,11 +7,10 @@ Pure (adapters only): the one reading of results, for the gate programs and uplo
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from runners import adapters
-from runners.adapters import AdapterError
+from runners.adapters import AdapterError, json_limits
 
 PROBE_TOOLS = {
     "vllm_version": "vllm-version",
@@ -129,7 +128,7 @@ def probe_proof(name: str, output: bytes, *, source: str, required: bool = False
 def answers_proof(arm: str, output: bytes, *, source: str) -> Proof:
     """Greedy completions as JSON lines ({"text": ...} each) -> the arm's answers for G2."""
     try:
-        lines = [json.loads(line) for line in output.decode().splitlines() if line.strip()]
+        lines = [json_limits.load(line) for line in output.decode().splitlines() if line.strip()]
         answers = [line["text"] if isinstance(line, dict) else str(line) for line in lines]
     except (ValueError, KeyError, TypeError) as error:
         # UnicodeDecodeError is a ValueError.
@@ -170,7 +169,7 @@ def probe_facts(name: str, output: str) -> dict:
         if name.startswith("gpu_"):
             return {"gpu_inventory": adapters.parse(output, tool="gpu-inventory")}
         if name == "offload_tier":
-            return {"offload_tier": _tier(json.loads(output))}
+            return {"offload_tier": _tier(json_limits.load(output))}
         parsed = adapters.parse(output, tool=PROBE_TOOLS.get(name))
     except (adapters.AdapterError, ValueError, TypeError):
         return {}

@@ -20,3 +20,9 @@ def workload_num_prefixes(workload: dict) -> int:
     if workload.get("dataset") == "cold_recovery" or workload.get("cold_recovery"):
         return prompts
     return min(VLLM_BENCH_NUM_PREFIXES, prompts)
+
+
+# The workload fields each dataset's bench command reads (the built-in profiles' templates).
+DATASET_FIELDS = {"random": ("input_len", "output_len")} | dict.fromkeys(
+    ("prefix_repetition", "cold_recovery"), ("prefix_len", "suffix_len", "output_len")
+)

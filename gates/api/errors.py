@@ -27,6 +27,8 @@ def exception_handler(exc, context):
     else:
         code = getattr(exc, "default_code", "error")
         response.data = {"error": code, "detail": str(getattr(exc, "detail", exc))}
+        if getattr(exc, "field", None):
+            response.data["field"] = exc.field
     return response
 
 

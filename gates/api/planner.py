@@ -15,10 +15,10 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import serializers
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from gates.api.parsers import LimitedJSONParser
 from gates.errors import ServiceError
 from gates.models import Engagement
 from gates.planner import (
@@ -82,7 +82,7 @@ ERROR = inline_serializer(
 
 
 class PlannerApi(APIView):
-    parser_classes = [JSONParser]
+    parser_classes = [LimitedJSONParser]
 
     class InputSerializer(serializers.Serializer):
         class Meta:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import connection
@@ -114,19 +115,33 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+class RunStartForm(forms.Form):
+    host = forms.ModelChoiceField(
+        queryset=Host.objects.none(),
+        error_messages=dict.fromkeys(("required", "invalid_choice"), "choose one of the hosts"),
+    )
+
+    def __init__(self, data, *, hosts) -> None:
+        super().__init__(data)
+        self.fields["host"].queryset = hosts
+
+
 @login_required
 @require_POST
 def run_start(request: HttpRequest, pk: int) -> HttpResponse:
     viewer = viewer_for_request(request)
     gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
-    host = (
-        visible(Host, viewer)
-        .filter(organization_id=gate.engagement.organization_id, pk=request.POST.get("host"))
-        .first()
-    )
+    hosts = visible(Host, viewer).filter(organization_id=gate.engagement.organization_id)
+    form = RunStartForm(request.POST, hosts=hosts)
+    if not form.is_valid():
+        messages.error(request, f"host: {form.errors['host'][0]}")
+        return redirect("gates:gate-detail", pk=gate.pk)
     try:
         run = services.run_create(
-            actor=services.Actor.from_request(request), viewer=viewer, gate=gate, host=host
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            gate=gate,
+            host=form.cleaned_data["host"],
         )
     except ServiceError as error:
         messages.error(request, error.detail)

@@ -8,10 +8,10 @@ import hashlib
 import re
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from gates.crypto import CryptoError, Keyring, host_credential_aad
-from gates.errors import NotAllowedError, ServiceError
+from gates.errors import DuplicateError, NotAllowedError, ServiceError
 from gates.models import Host, Organization, Profile
 from gates.services.audit import Actor, audit_record
 from gates.tenancy import Viewer
@@ -78,29 +78,37 @@ def host_create(
         raise NotAllowedError("only vendor staff may register hosts")
     fingerprint = _validate_host_fields(transport, address, port, username, host_key)
     _validate_credential(transport, private_key, key_file_path)
-    with transaction.atomic():
-        host = Host.objects.create(
-            organization=organization,
-            name=name,
-            transport=transport,
-            address=address,
-            port=port,
-            username=username,
-            host_key=host_key.strip(),
-            host_key_fingerprint=fingerprint,
-            key_file_path=key_file_path,
-            profile=profile,
-            labels=labels or {},
-        )
-        if private_key:
-            host_set_credential(host=host, private_key=private_key)
-        audit_record(
-            actor=actor,
-            action="host.create",
-            target=host,
-            organization_id=organization.id,
-            detail={"name": name, "address": address, "fingerprint": fingerprint},
-        )
+    try:
+        with transaction.atomic():
+            host = Host.objects.create(
+                organization=organization,
+                name=name,
+                transport=transport,
+                address=address,
+                port=port,
+                username=username,
+                host_key=host_key.strip(),
+                host_key_fingerprint=fingerprint,
+                key_file_path=key_file_path,
+                profile=profile,
+                labels=labels or {},
+            )
+            if private_key:
+                host_set_credential(host=host, private_key=private_key)
+            audit_record(
+                actor=actor,
+                action="host.create",
+                target=host,
+                organization_id=organization.id,
+                detail={"name": name, "address": address, "fingerprint": fingerprint},
+            )
+    except IntegrityError as error:
+        # The unique constraint decides, not a look before the insert: two requests race.
+        if not Host.objects.filter(organization=organization, name=name).exists():
+            raise
+        raise DuplicateError(
+            f"{organization.slug} already has a host named {name!r}", field="name"
+        ) from error
     return host
 
 

@@ -9,6 +9,7 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from runners.adapters import json_limits
 from runners.adapters.errors import FormatProblem, excerpt
 
 
@@ -33,15 +34,19 @@ def decode(text: str | bytes) -> str:
 
 
 def load_json(text: str) -> Any:
-    """One JSON document. NaN and Infinity load as floats; readers refuse them per field."""
+    """One JSON document within json_limits. NaN and Infinity load as floats; readers refuse
+    them per field."""
     try:
-        return json.loads(text)
+        json_limits.check_depth(text)
+        value = json.loads(text)
+        json_limits.check_storable(value)
+    except json_limits.JsonLimitError as error:
+        raise FormatProblem(f"JSON refused ({error})") from None
     except json.JSONDecodeError as error:
         raise FormatProblem(f"not valid JSON ({error.msg} at line {error.lineno})") from None
-    except RecursionError:
-        raise FormatProblem("JSON nested too deeply") from None
     except ValueError as error:  # e.g. an integer literal over Python's digit limit
         raise FormatProblem(f"not valid JSON ({error})") from None
+    return value
 
 
 def load_json_records(text: str) -> list[tuple[str, Any]]:
