@@ -7,6 +7,7 @@ the embedded default (SQLite + a file-system broker under var/) needs no server 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -97,6 +98,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "gates",
     "runners",
 ]
@@ -110,6 +112,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login with its 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -152,7 +156,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Cache (shared by every process when CACHE_URL names Redis: throttles, health) ----------
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env("CACHE_URL")}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env("CACHE_URL"),
+            # A Redis that stopped answering must cost a request a second, not a hang: the
+            # rate limits then fall back per process (gates/api/throttling.py).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
         if env("CACHE_URL")
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -165,6 +175,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed logins are counted per user name and client address (django-axes, in the database):
+# the AXES_FAILURE_LIMIT-th failure within the cool-off locks that pair out with a 429 until
+# it ends; a success resets the count. AxesStandaloneBackend must come first.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 11)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "gates:engagement-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -333,19 +355,25 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "gates.api.errors.exception_handler",
-    # JSON within fixed limits (depth, storable strings): hostile bodies are 400s, not 500s.
-    "DEFAULT_PARSER_CLASSES": [
-        "gates.api.parsers.LimitedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    # JSON only (uploads take multipart themselves), within fixed limits: depth, storable
+    # strings. A form body would reach JSONField's own json.loads, which has none.
+    "DEFAULT_PARSER_CLASSES": ["gates.api.parsers.LimitedJSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    # Kept in Redis, and per process while Redis is unreachable (gates/api/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["gates.api.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env("API_THROTTLE_RATE", "600/minute")},
     "UNAUTHENTICATED_USER": None,
 }
+# Failed bearer-token authentications one client address may make per window; then 429s.
+TOLLGATE_TOKEN_FAILURES_ALLOWED = envint("TOLLGATE_TOKEN_FAILURES_ALLOWED", 20)
+TOLLGATE_TOKEN_FAILURE_WINDOW_S = envint("TOLLGATE_TOKEN_FAILURE_WINDOW_S", 300)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Tollgate API",
-    "DESCRIPTION": "Gates, runs, verdicts and evidence of KV-offload joint tests.",
+    "DESCRIPTION": (
+        "Gates, runs, verdicts and evidence of KV-offload joint tests. Every error is JSON "
+        "(the Error schema). Request bodies are JSON of at most 64 levels of nesting whose "
+        "strings hold neither U+0000 nor a lone surrogate."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
@@ -353,6 +381,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "gates.api.schema.document_error_responses",
+    ],
 }
 
 LOGGING = {

@@ -17,3 +17,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("admin/", admin.site.urls),
 ]
+
+# A URL no route matches is still a JSON error under /api/.
+handler404 = "gates.api.errors.not_found"

@@ -6,4 +6,4 @@ class GatesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from gates import signals  # noqa: F401  (keeps built-in profiles in sync on migrate)
+        from gates import signals  # noqa: F401  (built-in profiles on migrate, lockouts audited)

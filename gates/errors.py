@@ -22,6 +22,13 @@ class NotAllowedError(ServiceError):
     status = 403
 
 
+class NotFoundError(ServiceError):
+    """The request names an object (in its body) that does not exist or is not visible."""
+
+    code = "not_found"
+    status = 404
+
+
 class DuplicateError(ServiceError):
     """The name is taken (a unique constraint), also when two requests raced for it."""
 

@@ -1,6 +1,7 @@
 """Bearer-token authentication for CI: `Authorization: Bearer tg_<prefix>_<secret>`.
 
-Tokens only ever travel in the header; a token in the query string is refused.
+Tokens only ever travel in the header; a token in the query string is refused. Failed
+attempts are counted per client address: past the limit every attempt is a 429 (audited once).
 """
 
 from __future__ import annotations
@@ -8,11 +9,14 @@ from __future__ import annotations
 import hmac
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from gates.api import throttling
 from gates.crypto import split_api_token, token_digest
 from gates.models import ApiToken
+from gates.services.audit import Actor, audit_record
 
 # Writing last_used_at on every request would turn reads into writes; once a minute is enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -30,7 +34,17 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         keyword, _, secret = header.partition(" ")
         if keyword != self.keyword:
             return None
-        token = self._token_for(secret.strip())
+        address = request.META.get("REMOTE_ADDR") or "-"
+        if throttling.token_failures_exceeded(address):
+            raise exceptions.Throttled(
+                wait=settings.TOLLGATE_TOKEN_FAILURE_WINDOW_S,
+                detail="too many failed token attempts",
+            )
+        try:
+            token = self._token_for(secret.strip())
+        except exceptions.AuthenticationFailed:
+            self._failed(request, address)
+            raise
         self._touch(token)
         return token.created_by, token
 
@@ -51,6 +65,15 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not token.is_usable() or not token.created_by.is_active:
             raise exceptions.AuthenticationFailed("token revoked or expired")
         return token
+
+    def _failed(self, request, address: str) -> None:
+        if throttling.token_failure_record(address) == settings.TOLLGATE_TOKEN_FAILURES_ALLOWED:
+            audit_record(
+                # The Django request: DRF's would authenticate again to tell the user.
+                actor=Actor.from_request(request._request),
+                action="token.failures_limited",
+                detail={"failures": settings.TOLLGATE_TOKEN_FAILURES_ALLOWED, "ip": address},
+            )
 
     def _touch(self, token: ApiToken) -> None:
         now = timezone.now()

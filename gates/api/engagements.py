@@ -13,6 +13,8 @@ from gates.models import Engagement, Gate, GateSpec, Organization
 from gates.selectors import gate_clauses
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
+
 
 class GateBriefSerializer(serializers.ModelSerializer):
     class Meta:
@@ -45,8 +47,9 @@ class EngagementListApi(APIView):
             ref_name = "EngagementCreate"
 
         organization = serializers.SlugField()
-        title = serializers.CharField(max_length=200)
-        model_name = serializers.CharField(max_length=200)
+        # Blank once trimmed is refused: the schema says "some character that is not space".
+        title = serializers.RegexField(NOT_BLANK, max_length=200)
+        model_name = serializers.RegexField(NOT_BLANK, max_length=200)
         platform = serializers.CharField(required=False, allow_blank=True, default="")
         planned_start = serializers.DateField(required=False, allow_null=True, default=None)
 
@@ -116,8 +119,12 @@ class GateDetailApi(APIView):
 class SpecSerializer(serializers.ModelSerializer):
     gate = serializers.IntegerField(source="gate_id")
     frozen = serializers.BooleanField(source="is_frozen")
-    vendor_signed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    customer_signed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    vendor_signed_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    customer_signed_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = GateSpec

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -52,3 +53,10 @@ def _first_field_error(detail, prefix: str = "") -> tuple[str | None, str]:
             if item:
                 return _first_field_error(item, f"{prefix}[{index}]")
     return prefix or None, str(detail)
+
+
+def not_found(request, exception=None):
+    """Django's 404 handler: JSON under /api/ (no route matched), the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "not_found", "detail": "not found"}, status=404)
+    return page_not_found(request, exception)

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.errors import NotAllowedError, ServiceError
+from gates.errors import NotAllowedError, NotFoundError, ServiceError
 from gates.models import Host, Organization, Profile
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.errors import RunnerError
@@ -89,9 +89,7 @@ class HostListApi(APIView):
         organization = get_visible_or_404(Organization, viewer, slug=values.pop("organization"))
         profile = Profile.objects.filter(name=values.pop("profile")).first()
         if profile is None:
-            return Response(
-                {"error": "invalid", "detail": "unknown profile", "field": "profile"}, status=400
-            )
+            raise NotFoundError("no such profile", field="profile")
         host = services.host_create(
             actor=services.Actor.from_request(request),
             viewer=viewer,

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.errors import ServiceError
+from gates.errors import NotFoundError
 from gates.models import Gate, Host, Measurement, Run, SoakSample
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
@@ -23,7 +23,7 @@ class ProgressSerializer(serializers.Serializer):
 
 class RunSerializer(serializers.ModelSerializer):
     gate = serializers.IntegerField(source="gate_id")
-    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    host = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     spec_version = serializers.IntegerField(source="spec.version")
     progress = ProgressSerializer(source="*")
 
@@ -46,6 +46,37 @@ class RunSerializer(serializers.ModelSerializer):
             "heartbeat_at",
             "cancel_requested_at",
         ]
+
+
+# The input serializer's rule "a host, or upload: true" as the schema states it.
+RUN_START_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "host": {
+                    "type": "string",
+                    "pattern": "^[-a-zA-Z0-9_]+$",
+                    "description": "The name of one of the customer's hosts to drive.",
+                },
+                "upload": {"type": "boolean", "enum": [False]},
+            },
+            "required": ["host"],
+        },
+        {
+            "type": "object",
+            "properties": {
+                "upload": {
+                    "type": "boolean",
+                    "enum": [True],
+                    "description": "An air-gapped run: results are uploaded to /results/.",
+                }
+            },
+            "required": ["upload"],
+            "not": {"required": ["host"]},
+        },
+    ]
+}
 
 
 class GateRunsApi(APIView):
@@ -71,7 +102,7 @@ class GateRunsApi(APIView):
         runs = gate.runs.select_related("spec", "host")
         return Response(RunSerializer(runs, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={202: RunSerializer})
+    @extend_schema(request={"application/json": RUN_START_SCHEMA}, responses={202: RunSerializer})
     def post(self, request, pk: int):
         viewer = viewer_for_request(request)
         gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
@@ -94,7 +125,7 @@ class GateRunsApi(APIView):
             organization_id=gate.engagement.organization_id, name=name
         ).first()
         if host is None:
-            raise ServiceError("no such host in this engagement's organization", field="host")
+            raise NotFoundError("no such host in this engagement's organization", field="host")
         return host
 
 
@@ -147,7 +178,13 @@ class SamplePageSerializer(serializers.Serializer):
 
 class RunSamplesApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, description="Return samples with seq > after")],
+        parameters=[
+            OpenApiParameter(
+                "after",
+                {"type": "integer", "minimum": 0},
+                description="Return samples with seq > after",
+            )
+        ],
         responses=SamplePageSerializer,
     )
     def get(self, request, pk: int):

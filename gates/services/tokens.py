@@ -36,6 +36,8 @@ def api_token_create(
         and not organization.is_vendor
     ):
         raise ServiceError("the engagement belongs to another organization", field="engagement")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ServiceError("the expiry must lie in the future", field="expires_at")
     secret, prefix, digest = new_api_token()
     with transaction.atomic():
         token = ApiToken.objects.create(

@@ -33,6 +33,8 @@ class Command(BaseCommand):
             engagement = Engagement.objects.filter(pk=options["engagement"]).first()
             if engagement is None:
                 raise CommandError(f"--engagement: no engagement {options['engagement']}")
+        if options["days"] < 0:
+            raise CommandError("--days: a token cannot expire in the past (0: never expires)")
         expires = timezone.now() + timedelta(days=options["days"]) if options["days"] else None
         try:
             _, secret = services.api_token_create(
