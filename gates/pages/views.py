@@ -7,22 +7,19 @@ import json
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from gates import services
 from gates.errors import ServiceError
-from gates.models import Decision, Engagement, Gate, Host, Run, ServiceHeartbeat
+from gates.health import service_health
+from gates.models import Decision, Engagement, Gate, Host, Run
 from gates.pages import dashboards
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import gate_clauses
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.plans import has_program
-
-CANARY_STALE_S = 180
 
 
 @login_required
@@ -200,15 +197,6 @@ def spec_sign(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness for load balancers and compose: the database answers; the worker canary age."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    beat = ServiceHeartbeat.objects.filter(name="worker").first()
-    age = (timezone.now() - beat.at).total_seconds() if beat else None
-    return JsonResponse(
-        {
-            "database": "ok",
-            "worker_canary_age_s": age,
-            "worker": "ok" if age is not None and age < CANARY_STALE_S else "stale",
-        }
-    )
+    """For load balancers and compose: 503 when a required dependency fails (gates/health.py)."""
+    report = service_health()
+    return JsonResponse(report, status=503 if report["status"] == "unavailable" else 200)

@@ -114,5 +114,8 @@ def test_stop_loss_review_from_the_page_is_audited(
 
 
 def test_healthz_reports_the_database_and_the_worker_canary(client):
-    body = client.get("/healthz").json()
-    assert body["database"] == "ok" and body["worker"] == "stale"
+    response = client.get("/healthz")
+    checks = response.json()["checks"]
+    assert response.status_code == 200 and response.json()["status"] == "degraded"
+    assert checks["database"]["ok"] and checks["broker"]["ok"] and checks["cache"]["ok"]
+    assert not checks["worker"]["ok"] and checks["worker"]["details"] == {"canary_age_s": None}
