@@ -23,4 +23,4 @@ RUN SECRET_KEY=collectstatic-only-not-a-secret-key-0123456789abcdef0123456789 \
     python manage.py collectstatic --noinput -v0
 USER tollgate
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "30"]
+CMD ["gunicorn", "-c", "python:config.gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "30"]

@@ -149,7 +149,7 @@ class TestCompose:
         assert services["beat"]["deploy"]["replicas"] == 1
         assert "celery -A config beat" in services["beat"]["command"]
         assert "celery -A config worker" in services["worker"]["command"]
-        assert "gunicorn config.wsgi" in services["web"]["command"]
+        assert "gunicorn -c python:config.gunicorn config.wsgi" in services["web"]["command"]
 
     def test_every_service_has_a_health_check_except_beat(self, compose):
         for name, service in compose["services"].items():

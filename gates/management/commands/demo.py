@@ -136,13 +136,13 @@ def _start_services(address: str | None) -> list[subprocess.Popen]:
                 python,
                 "-m",
                 "gunicorn",
+                "-c",
+                "python:config.gunicorn",
                 "config.wsgi",
                 "--bind",
                 address,
                 "--workers",
                 "2",
-                "--access-logfile",
-                "-",
             ]
         )
     return [subprocess.Popen(command, cwd=settings.BASE_DIR) for command in commands]
