@@ -125,3 +125,16 @@ def test_generated_requests_get_no_server_error_and_match_the_schema(
     assert total >= MIN_CASES, outcomes.cases
     print(f"\nschemathesis: {total} cases over {len(outcomes.cases)} operations")
     assert len(outcomes.cases) >= 15, sorted(outcomes.cases)
+
+
+def test_the_schema_marks_what_can_be_null_and_documents_every_error(vendor_admin, vendor_org):
+    client = token_client(vendor_admin, vendor_org)
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    components = schema["components"]["schemas"]
+    assert components["Run"]["properties"]["host"]["nullable"] is True
+    for party in ("vendor", "customer"):
+        assert components["Spec"]["properties"][f"{party}_signed_by"]["nullable"] is True
+    assert components["Error"]["properties"]["field"]["nullable"] is True
+    start = schema["paths"]["/api/v1/gates/{id}/runs/"]["post"]
+    assert {"400", "401", "403", "404", "409", "415", "429"} <= set(start["responses"])
+    assert start["requestBody"]["required"] is True
