@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.http import HttpRequest
 from django.test import Client
 
 from gates import services
@@ -37,7 +38,8 @@ def walk_demo(
 
 def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
     client = Client(HTTP_HOST="127.0.0.1")
-    logged_in = client.login(username="vendor", password=password)
+    # django-axes counts failed logins per request: authenticate() needs one.
+    logged_in = client.login(request=HttpRequest(), username="vendor", password=password)
     page = client.get("/", secure=True)
     shown = all(e.title in page.content.decode() for e in engagements)
     api = client.get("/api/v1/engagements/", secure=True)

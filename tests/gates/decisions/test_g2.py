@@ -22,7 +22,13 @@ def g2_spec(**noise) -> dict:
         "metric": "ttft_p50",
         "max_noise_pct": 10.0,
         "tier": 8,
-        "workload": {"dataset": "random", "num_prompts": 8, "seed": 1},
+        "workload": {
+            "dataset": "random",
+            "input_len": 64,
+            "output_len": 8,
+            "num_prompts": 8,
+            "seed": 1,
+        },
     }
     floor.update(noise)
     spec = {
@@ -33,7 +39,13 @@ def g2_spec(**noise) -> dict:
         "offload_hit": {
             "min_external_hit_rate": 0.2,
             "tier": 8,
-            "workload": {"dataset": "random", "num_prompts": 8, "seed": 1},
+            "workload": {
+                "dataset": "random",
+                "input_len": 64,
+                "output_len": 8,
+                "num_prompts": 8,
+                "seed": 1,
+            },
         },
         "noise_floor": floor,
         "stop_loss": {"max_attempts": 2},

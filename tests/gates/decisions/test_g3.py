@@ -25,7 +25,11 @@ def g3_spec(clauses: list[dict] | None = None, **changes) -> dict:
     spec = {
         "gate": "G3",
         "version": 3,
-        "workload": {"dataset": "prefix_repetition", "num_prompts": 64, "seed": 1},
+        "workload": {
+            "dataset": "prefix_repetition",
+            **{"prefix_len": 1000, "suffix_len": 100, "output_len": 64},
+            **{"num_prompts": 64, "seed": 1},
+        },
         "arms": {"baseline": "resident", "offload": "offload", "recompute": "recompute"},
         "tiers": [8],
         "repetitions": {"min": 3, "max": 8},

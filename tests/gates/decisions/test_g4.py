@@ -32,7 +32,13 @@ def g4_spec(**limits) -> dict:
         "version": 1,
         "duration_h": 72,
         "window_min": 10,
-        "load": {"dataset": "random", "num_prompts": 64, "seed": 1},
+        "load": {
+            "dataset": "random",
+            "input_len": 64,
+            "output_len": 8,
+            "num_prompts": 64,
+            "seed": 1,
+        },
         "limits": base,
         "stop_loss": {"max_attempts": 2},
     }
