@@ -7,8 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runners.cleanup import HostLeftovers
+from runners.commands import PLACEHOLDERS, KindError, checked_values
+from runners.errors import SpecError
 from runners.steps import StepContext
 from runners.transport import SshTarget, Transport
+
+DEFAULT_RETRY_WINDOW_S = 180.0
 
 
 @dataclass(frozen=True)
@@ -18,6 +23,11 @@ class RunPlan:
 
     `target` is None for a host reached without SSH (the machine the worker runs on). It holds
     the decrypted private key in memory only: SshTarget leaves the key out of repr().
+
+    Built only from checked values: every value with a placeholder kind and the run directory
+    are validated here, before any step reaches the host (SpecError names the field).
+    `retry_window_s`: how long a transient transport outage is ridden out before the run
+    ends as infra_error; `keep_run_dir`: leave the run directory on the host for inspection.
     """
 
     host_name: str
@@ -30,6 +40,33 @@ class RunPlan:
     probe_names: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     max_tokens: int = 64
+    retry_window_s: float = DEFAULT_RETRY_WINDOW_S
+    keep_run_dir: bool = False
+
+    def __post_init__(self) -> None:
+        checked_values(self.values)
+        try:
+            PLACEHOLDERS["run_dir"].check(self.run_dir)
+        except KindError as problem:
+            raise SpecError(str(problem), field="run_root", host=self.host_name) from None
+        if isinstance(self.keep_run_dir, bool) is False:
+            raise SpecError("must be true or false", field="keep_run_dir", host=self.host_name)
+        window = self.retry_window_s
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int | float)
+            or not 0 <= window <= 86_400
+        ):
+            raise SpecError(
+                "must be a number of seconds from 0 to 86400",
+                field="transport_retry_window_s",
+                host=self.host_name,
+            )
+
+    @property
+    def leftovers(self) -> HostLeftovers:
+        """What this run may leave on its host, for the cleanup when it ends."""
+        return HostLeftovers(run_dir=self.run_dir, token=self.token, keep_run_dir=self.keep_run_dir)
 
     def step_context(self, transport: Transport, scratch: Path) -> StepContext:
         """What every step of this run needs, on an open transport to its host."""

@@ -30,6 +30,7 @@ class FakeSession:
     evaluations: list = field(default_factory=list)
     answers: list = field(default_factory=lambda: [Evaluation(True)])
     beats: int = 0
+    answered: bool = False
 
     def heartbeat(self):
         self.beats += 1
@@ -57,6 +58,9 @@ class FakeSession:
 
     def mark_canceled(self):
         self.canceled = True
+
+    def host_answered(self):
+        self.answered = True
 
     def evaluate(self):
         self.evaluations.append(len(self.done))
