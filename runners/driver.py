@@ -58,7 +58,11 @@ def drive(
     answered = False
     while True:
         if session.cancel_requested():
-            stop_all(ctx.transport, session.launched_dirs())
+            # Every group stopped before the run ends and frees its host; a host that does not
+            # answer raises, so the outage rule retries the cancel (or the run fails with a
+            # pending cleanup that keeps the host from being leased).
+            for run_dir in session.launched_dirs():
+                ctx.transport.kill(run_dir, grace=5.0)
             session.mark_canceled()
             return False
         current = session.next_step()
