@@ -75,7 +75,10 @@ def _retry_or_fail(
     if plan is None or not is_transient(error):
         _fail(session, error.outcome, str(error), plan)
         return None
-    outage_s, retries = session.note_outage(str(error))
+    try:
+        outage_s, retries = session.note_outage(str(error))
+    except services.ClaimLostError:  # canceled or taken over meanwhile: not ours to retry
+        return None
     delay = outage_retry_after(
         error, outage_s=outage_s, retries=retries, window_s=plan.retry_window_s
     )

@@ -21,7 +21,7 @@ from gates.services import pokes
 from runners import tasks
 from runners.transport import LocalTransport
 from tests.runners.test_gate_programs import drive, host_processes_gone, pass_gate, start
-from tests.simhosts import g2_spec, g3_spec, ssh_simhost
+from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
 from tests.sshd import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -37,12 +37,17 @@ FOREIGN_LISTENER = (
 
 
 @pytest.fixture(autouse=True)
-def tasks_run_here(monkeypatch, settings):
-    """The test is the worker: hand-overs and retries are the test's next call."""
+def retries(monkeypatch, settings) -> list[float]:
+    """The test is the worker: hand-overs and retries are the test's next call. Returns the
+    backoff (countdown) of every retry the tasks scheduled."""
+    scheduled: list[float] = []
     monkeypatch.setattr(tasks.advance_run, "delay", lambda run_id: None)
-    monkeypatch.setattr(tasks.advance_run, "apply_async", lambda *args, **kwargs: None)
+    monkeypatch.setattr(
+        tasks.advance_run, "apply_async", lambda args, countdown: scheduled.append(countdown)
+    )
     monkeypatch.setattr(pokes, "send", lambda task_name, *args: None)
     settings.TOLLGATE_TASK_BUDGET_S = 3
+    return scheduled
 
 
 def sim_host(customer_org, server, tmp_path: Path, **parameters) -> Host:
@@ -79,7 +84,7 @@ def run_dir_of(run: Run) -> Path:
 
 
 def test_g3_rides_out_an_sshd_outage_and_resumes_where_it_was(
-    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path, retries
 ):
     host = sim_host(customer_org, own_sshd, tmp_path, transport_retry_window_s=60)
     for kind in ("G1", "G2"):
@@ -96,6 +101,7 @@ def test_g3_rides_out_an_sshd_outage_and_resumes_where_it_was(
     )
     assert run.state == "running" and run.outage_since is not None, run.reason
     assert "host unreachable, retrying" in run.log
+    assert retries[:2] == [1.0, 2.0]  # backing off, not hammering the host
     restart_sshd(own_sshd, host)
     run = drive(run)
 
@@ -178,3 +184,38 @@ def test_a_foreign_process_on_the_server_port_is_infra_error_naming_it(
     finally:
         foreign.kill()
         foreign.wait(timeout=10)
+
+
+def test_authentication_failing_for_a_while_is_ridden_out(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+):
+    host = sim_host(customer_org, own_sshd, tmp_path, transport_retry_window_s=60)
+    run = start(actor, vendor_viewer, engagement, "G1", host, g1_spec())
+    authorized = own_sshd.workdir / "authorized_keys"
+    keys = authorized.read_text()
+    authorized.write_text("")  # the account backend refuses the key for now
+    run = try_once(run)
+    assert run.state == "running" and run.outage_retries == 1, run.reason
+    assert "authentication refused" in run.log
+    authorized.write_text(keys)
+    run = drive(run)
+    assert (run.state, run.outcome) == ("finished", "completed"), run.reason
+
+
+def test_a_changed_host_key_fails_at_once_and_blocks_the_host_until_it_is_pinned_again(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+):
+    host = sim_host(customer_org, own_sshd, tmp_path, transport_retry_window_s=600)
+    run = start(actor, vendor_viewer, engagement, "G1", host, g1_spec())
+    new_key = own_sshd.regenerate_host_key()
+    Host.objects.filter(pk=host.pk).update(port=own_sshd.port)
+    run = try_once(run)
+    assert (run.state, run.outcome, run.outage_retries) == ("finished", "infra_error", 0)
+    assert "host key changed" in run.reason
+    tasks.clean_hosts()  # the janitor never trusts the new key by itself
+    assert services.host_cleanup_pending(host.pk) is not None
+    Host.objects.filter(pk=host.pk).update(
+        host_key=new_key, host_key_fingerprint=services.host_key_fingerprint(new_key)
+    )
+    tasks.clean_hosts()
+    assert services.host_cleanup_pending(host.pk) is None
