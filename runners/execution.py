@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runners.cleanup import HostLeftovers
-from runners.commands import PLACEHOLDERS, KindError, checked_values
+from runners.commands import PLACEHOLDERS, KindError, checked_values, number
 from runners.errors import SpecError
 from runners.steps import StepContext
 from runners.transport import SshTarget, Transport
 
-DEFAULT_RETRY_WINDOW_S = 180.0
+# Seconds a transient transport outage is ridden out (a day at most: a soak's worth).
+RETRY_WINDOW = number(0.0, 86_400.0)
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class RunPlan:
     Built only from checked values: every value with a placeholder kind and the run directory
     are validated here, before any step reaches the host (SpecError names the field).
     `retry_window_s`: how long a transient transport outage is ridden out before the run
-    ends as infra_error; `keep_run_dir`: leave the run directory on the host for inspection.
+    ends as infra_error (the services fill it from the host or the setting; 0 gives up at
+    once); `keep_run_dir`: leave the run directory on the host for inspection.
     """
 
     host_name: str
@@ -40,7 +42,7 @@ class RunPlan:
     probe_names: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     max_tokens: int = 64
-    retry_window_s: float = DEFAULT_RETRY_WINDOW_S
+    retry_window_s: float = 0.0
     keep_run_dir: bool = False
 
     def __post_init__(self) -> None:
@@ -49,19 +51,10 @@ class RunPlan:
             PLACEHOLDERS["run_dir"].check(self.run_dir)
         except KindError as problem:
             raise SpecError(str(problem), field="run_root", host=self.host_name) from None
-        if isinstance(self.keep_run_dir, bool) is False:
+        window = checked_retry_window(self.retry_window_s, host=self.host_name)
+        object.__setattr__(self, "retry_window_s", window)  # "60" from JSON is kept as 60.0
+        if not isinstance(self.keep_run_dir, bool):
             raise SpecError("must be true or false", field="keep_run_dir", host=self.host_name)
-        window = self.retry_window_s
-        if (
-            isinstance(window, bool)
-            or not isinstance(window, int | float)
-            or not 0 <= window <= 86_400
-        ):
-            raise SpecError(
-                "must be a number of seconds from 0 to 86400",
-                field="transport_retry_window_s",
-                host=self.host_name,
-            )
 
     @property
     def leftovers(self) -> HostLeftovers:
@@ -81,3 +74,11 @@ class RunPlan:
             prompts=self.prompts,
             max_tokens=self.max_tokens,
         )
+
+
+def checked_retry_window(value: object, *, host: str | None = None) -> float:
+    """A retry window in seconds, from a host parameter or the setting."""
+    try:
+        return float(RETRY_WINDOW.check(value))
+    except KindError as problem:
+        raise SpecError(str(problem), field="transport_retry_window_s", host=host) from None

@@ -159,13 +159,16 @@ def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 
 def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
-    if not detail.get("launched"):
+    if "metrics_before" not in detail:
+        # Recorded before the launch: a launch whose answer an outage lost is sent again (and
+        # adopted by its token) without a second scrape taken while the bench already runs.
         before, kept = _scrape(ctx, step, "before")
+        return StepProgress(False, {"metrics_before": before}, [kept])
+    if not detail.get("launched"):
         _launch_bench(ctx, step, run_dir, step["workload"], step["tier"], step["seed"])
         return StepProgress(
             False,
-            {"launched": True, "run_dir": run_dir, "since": time.time(), "metrics_before": before},
-            [kept],
+            {"launched": True, "run_dir": run_dir, "since": time.time()},
             log=f"{step['name']}: launched\n",
         )
     if not _bench_finished(ctx, step, run_dir, detail):

@@ -10,7 +10,7 @@ from gates.models import Host, Run
 from gates.services.hosts import host_credential
 from runners.commands import checked_values
 from runners.errors import SpecError
-from runners.execution import RunPlan
+from runners.execution import RunPlan, checked_retry_window
 from runners.transport import SshTarget
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
@@ -37,9 +37,7 @@ def run_execution(run: Run) -> RunPlan:
         prompts=equivalence.get("prompts", []),
         max_tokens=equivalence.get("max_tokens", 64),
         serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
-        retry_window_s=host.parameters.get(
-            "transport_retry_window_s", settings.TOLLGATE_TRANSPORT_RETRY_WINDOW_S
-        ),
+        retry_window_s=_retry_window(host),
         keep_run_dir=host.parameters.get("keep_run_dir", False),
     )
 
@@ -61,8 +59,16 @@ def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:
     path with shell metacharacters), with the field named, before anything is written."""
     try:
         checked_values(run_values(host, spec, model_name=model_name))
+        checked_retry_window(_retry_window(host))
+        if not isinstance(host.parameters.get("keep_run_dir", False), bool):
+            raise SpecError("must be true or false", field="keep_run_dir")
     except SpecError as problem:
         raise ServiceError(problem.reason, field=f"parameters.{problem.field}") from None
+
+
+def _retry_window(host: Host) -> object:
+    default = settings.TOLLGATE_TRANSPORT_RETRY_WINDOW_S
+    return host.parameters.get("transport_retry_window_s", default)
 
 
 def host_target(host: Host, **timeouts: float) -> SshTarget:

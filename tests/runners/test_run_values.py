@@ -62,7 +62,9 @@ def plan(**changes) -> RunPlan:
 
 
 def test_a_plain_plan_is_accepted():
-    assert plan().run_dir == "/var/tmp/tollgate/run-1-abcdef"
+    accepted = plan(retry_window_s="60")
+    assert accepted.run_dir == "/var/tmp/tollgate/run-1-abcdef"
+    assert accepted.retry_window_s == 60.0
 
 
 @pytest.mark.parametrize("run_root", HOSTILE_RUN_ROOTS)
@@ -84,6 +86,7 @@ def test_a_run_plan_refuses_any_hostile_path_parameter(name, value):
     [
         ({"keep_run_dir": "yes"}, "keep_run_dir"),
         ({"retry_window_s": -1}, "transport_retry_window_s"),
+        ({"retry_window_s": "soon"}, "transport_retry_window_s"),
         ({"retry_window_s": True}, "transport_retry_window_s"),
         ({"run_dir": "/run-1"}, "run_root"),
     ],
@@ -107,6 +110,23 @@ def test_starting_a_run_with_a_hostile_run_root_is_refused_and_writes_nothing(
     assert refused.value.field == "parameters.run_root"
     assert not Run.objects.exists()
     assert Host.objects.get(pk=host.pk).lease_run is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("keep_run_dir", "yes"), ("transport_retry_window_s", -5), ("transport_retry_window_s", [])],
+)
+def test_starting_a_run_with_bad_run_settings_is_refused_naming_them(
+    actor, vendor_viewer, engagement, customer_org, tmp_path, name, value
+):
+    host = _host(customer_org, tmp_path, **{name: value})
+    with pytest.raises(services.ServiceError) as refused:
+        services.run_create(
+            actor=actor, viewer=vendor_viewer, gate=engagement.gates.get(kind="G1"), host=host
+        )
+    assert refused.value.field == f"parameters.{name}"
+    assert not Run.objects.exists()
 
 
 @pytest.mark.slow

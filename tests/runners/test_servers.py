@@ -1,6 +1,7 @@
 """The server step's port rules: free before a launch (or held by this run's own adopted
-server), and a healthy answer counts only from the process group the run launched. Pure rules
-first, then the serve step on this machine with real processes listening."""
+server), and a healthy answer counts only from the process group the run launched; and a
+launch whose answer an outage lost is adopted by its token. Pure rules first, then the serve
+and bench steps on this machine with real processes listening."""
 
 from __future__ import annotations
 
@@ -148,3 +149,29 @@ def test_a_healthy_answer_from_a_foreign_process_is_infra_error_naming_it(contex
     finally:
         foreign.kill()
         foreign.wait(timeout=10)
+
+
+BENCH = {
+    "name": "g3 a c=1 r1",
+    "kind": "bench",
+    "arm": "a",
+    "arm_kind": "resident",
+    "tier": 1,
+    "repetition": 1,
+    "workload": {"dataset": "random", "num_prompts": 4, "seed": 1, "output_len": 8},
+    "seed": 1,
+}
+
+
+def test_a_bench_launch_whose_answer_was_lost_is_adopted_with_its_first_before_scrape(context):
+    context.commands["bench"] = {"random": ["{python}", "-c", "import time; time.sleep(60)"]}
+    perform(SERVE, {}, context)
+    assert wait_for(lambda: listening(context.values["port"]), timeout=15)
+    scraped = perform(BENCH, {}, context)
+    assert "metrics_before" in scraped.detail and not scraped.detail.get("launched")
+    launched = perform(BENCH, scraped.detail, context)
+    first_pid = context.transport.status(launched.detail["run_dir"]).pid
+    again = perform(BENCH, scraped.detail, context)  # the launch's answer never arrived
+    assert again.detail["run_dir"] == launched.detail["run_dir"]
+    assert "metrics_before" not in again.detail and not again.artifacts  # no second scrape
+    assert context.transport.status(again.detail["run_dir"]).pid == first_pid  # adopted
