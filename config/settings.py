@@ -338,11 +338,15 @@ TOLLGATE_REDISPATCH_AFTER_S = envint("TOLLGATE_REDISPATCH_AFTER_S", 60)
 TOLLGATE_RUN_STALE_AFTER_S = envint("TOLLGATE_RUN_STALE_AFTER_S", 300)
 # How long a server may take to answer /health when the spec does not say.
 TOLLGATE_SERVE_TIMEOUT_S = envint("TOLLGATE_SERVE_TIMEOUT_S", 900)
+# How long a run rides out a transient SSH outage (refused, reset, timed out) before it ends
+# as infra_error; a host's `transport_retry_window_s` parameter overrides it.
+TOLLGATE_TRANSPORT_RETRY_WINDOW_S = envint("TOLLGATE_TRANSPORT_RETRY_WINDOW_S", 180)
 _BEAT_EVERY_S = float(envint("TOLLGATE_BEAT_EVERY_S", 30))
 CELERY_BEAT_SCHEDULE = {
     "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": _BEAT_EVERY_S},
     "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": _BEAT_EVERY_S},
     "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": _BEAT_EVERY_S},
+    "clean-hosts": {"task": "runners.clean_hosts", "schedule": _BEAT_EVERY_S},
     "canary": {"task": "runners.canary", "schedule": 60.0},
 }
 

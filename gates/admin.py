@@ -20,6 +20,7 @@ from gates.models import (
     Gate,
     GateSpec,
     Host,
+    HostCleanup,
     Membership,
     Organization,
     Profile,
@@ -159,6 +160,14 @@ class HostAdmin(admin.ModelAdmin):
 class ProfileAdmin(admin.ModelAdmin):
     list_display = ["name", "builtin", "updated_at"]
     readonly_fields = ["builtin"]
+
+
+@admin.register(HostCleanup)
+class HostCleanupAdmin(ReadOnlyAdmin):
+    """Pending cleanups keep their host from being leased; the janitor retries them."""
+
+    list_display = ["host", "run", "created_at", "attempts", "done_at", "last_problem"]
+    list_filter = ["done_at"]
 
 
 @admin.register(GateSpec)

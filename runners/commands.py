@@ -268,6 +268,17 @@ def fill(
     return [_PLACEHOLDER.sub(lambda found: checked[found.group(1)], token) for token in tokens]
 
 
+def checked_values(
+    values: Mapping[str, object], *, kinds: Mapping[str, Kind] = PLACEHOLDERS
+) -> dict[str, object]:
+    """Every value that has a kind, checked now rather than when a template first uses it, so
+    a run's bad path (a run_root with '..') is refused before anything touches its host."""
+    for name, value in values.items():
+        if name in kinds and value is not None:
+            _checked_value(name, values, kinds)
+    return dict(values)
+
+
 def _checked_template(template: Sequence[str]) -> list[str]:
     if isinstance(template, str) or not template:
         raise SpecError("a command template must be a non-empty list of tokens", field="template")

@@ -38,6 +38,7 @@ class Session(Protocol):
     def cancel_requested(self) -> bool: ...
     def launched_dirs(self) -> list[str]: ...
     def mark_canceled(self) -> None: ...
+    def host_answered(self) -> None: ...
     def evaluate(self) -> Any: ...
 
 
@@ -54,9 +55,14 @@ def drive(
     if not session.has_plan():
         session.append_steps(plans.plan_run(session.spec, probe_names))
     deadline, pause, beat = clock() + budget_s, FIRST_POLL_S, clock()
+    answered = False
     while True:
         if session.cancel_requested():
-            stop_all(ctx.transport, session.launched_dirs())
+            # Every group stopped before the run ends and frees its host; a host that does not
+            # answer raises, so the outage rule retries the cancel (or the run fails with a
+            # pending cleanup that keeps the host from being leased).
+            for run_dir in session.launched_dirs():
+                ctx.transport.kill(run_dir, grace=5.0)
             session.mark_canceled()
             return False
         current = session.next_step()
@@ -67,6 +73,9 @@ def drive(
             return False
         step, detail = current
         progress = perform(step, detail, ctx)
+        if not answered:  # the host answered: an outage being ridden out is over
+            session.host_answered()
+            answered = True
         if progress.done or progress.detail or progress.artifacts or progress.log:
             session.record(step, progress)
             beat, pause = clock(), FIRST_POLL_S

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runners import adapters
+from runners import adapters, servers
+from runners.cleanup import MARKER
 from runners.commands import fill
 from runners.errors import BenchmarkError, SpecError
 from runners.plans import WARMUP_PROMPTS
@@ -85,6 +86,10 @@ def remote_dir(ctx: StepContext, step: dict) -> str:
 
 
 def _prepare(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    # The marker first: the run directory is removed at the end only if it holds the token.
+    marker = ctx.scratch / MARKER
+    marker.write_text(ctx.token + "\n")
+    ctx.transport.put(str(marker), f"{ctx.run_dir}/{MARKER}")
     ctx.transport.put(str(HOSTCTL), f"{ctx.run_dir}/hostctl.py")
     prompts = ctx.scratch / "prompts.json"
     prompts.write_text(json.dumps(ctx.prompts))
@@ -111,6 +116,9 @@ def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
     if not detail.get("launched"):
         argv = fill(ctx.commands["serve"][step["arm_kind"]], ctx.values)
+        found = servers.listener(ctx.transport, ctx.values, ctx.run_dir)
+        own = ctx.transport.status(run_dir)
+        servers.require_port_free(found, own, host=ctx.transport.host, step=step["name"])
         ctx.transport.launch_detached(run_dir, f"{ctx.token}-{Path(run_dir).name}", argv)
         return StepProgress(
             False,
@@ -130,6 +138,8 @@ def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
                 f"the server was not healthy within {ctx.serve_timeout_s:.0f} s", step=step["name"]
             )
         return StepProgress(False)
+    found = servers.listener(ctx.transport, ctx.values, ctx.run_dir)
+    servers.require_answered_by(found, status, host=ctx.transport.host, step=step["name"])
     text = _metrics_text(ctx)
     config = adapters.parse(text, tool="vllm-metrics").get("cache_config")
     seconds = round(time.time() - detail["since"], 3)
@@ -149,13 +159,16 @@ def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 
 def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
-    if not detail.get("launched"):
+    if "metrics_before" not in detail:
+        # Recorded before the launch: a launch whose answer an outage lost is sent again (and
+        # adopted by its token) without a second scrape taken while the bench already runs.
         before, kept = _scrape(ctx, step, "before")
+        return StepProgress(False, {"metrics_before": before}, [kept])
+    if not detail.get("launched"):
         _launch_bench(ctx, step, run_dir, step["workload"], step["tier"], step["seed"])
         return StepProgress(
             False,
-            {"launched": True, "run_dir": run_dir, "since": time.time(), "metrics_before": before},
-            [kept],
+            {"launched": True, "run_dir": run_dir, "since": time.time()},
             log=f"{step['name']}: launched\n",
         )
     if not _bench_finished(ctx, step, run_dir, detail):

@@ -17,64 +17,125 @@ from django.utils import timezone
 
 from gates import services
 from gates.models import Run, ServiceHeartbeat
-from runners import driver
+from runners import cleanup, driver
 from runners.errors import RunnerError
 from runners.execution import RunPlan
 from runners.transport import LocalTransport, Transport, open_transport
+from runners.transport.network import is_transient, outage_retry_after
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(name="runners.advance_run")
 def advance_run(run_id: int) -> None:
-    """Drive a run for one time budget; enqueue the next task if it is not over."""
+    """Drive a run for one time budget; enqueue the next task if it is not over, or a retry
+    after a backoff while the host is unreachable (within the run's retry window)."""
     session = services.RunSession.claim_dispatched(run_id)
     if session is None:  # ended, or another live task drives it
         return
-    more = False
+    more, retry_in, plan = False, None, None
     try:
-        more = _drive(session)
+        plan = services.run_execution(session.run)
+        more = _drive(session, plan)
     except services.ClaimLostError:
         return
-    except (RunnerError, services.ServiceError) as error:
-        outcome = getattr(error, "outcome", Run.Outcome.INTERNAL_ERROR)
-        _fail(session, outcome, str(error))
+    except RunnerError as error:
+        retry_in = _retry_or_fail(session, plan, error)
+    except services.ServiceError as error:
+        _fail(session, getattr(error, "outcome", Run.Outcome.INTERNAL_ERROR), str(error))
     except Exception:
         _fail(session, Run.Outcome.INTERNAL_ERROR, "unexpected error; see the worker log")
         raise
     finally:
         session.release()
-    if more:
+    if retry_in is not None:
+        advance_run.apply_async((run_id,), countdown=retry_in)
+    elif more:
         advance_run.delay(run_id)
 
 
-def _drive(session: services.RunSession) -> bool:
-    plan = services.run_execution(session.run)
+def _drive(session: services.RunSession, plan: RunPlan) -> bool:
     with _transport(plan) as transport, tempfile.TemporaryDirectory() as scratch:
-        return driver.drive(
+        more = driver.drive(
             session,
             plan.step_context(transport, Path(scratch)),
             budget_s=settings.TOLLGATE_TASK_BUDGET_S,
             probe_names=plan.probe_names,
         )
+        if not more:  # ended here: nothing of the run stays on the host
+            _clean_up_after(session, plan, transport)
+        return more
 
 
-def _fail(session: services.RunSession, outcome: str, reason: str) -> None:
-    """End the run without a verdict, after stopping what it left on the host."""
+def _retry_or_fail(
+    session: services.RunSession, plan: RunPlan | None, error: RunnerError
+) -> float | None:
+    """Seconds until the next try while a transient outage lasts less than the run's retry
+    window; otherwise the run ends here (None)."""
+    if plan is None or not is_transient(error):
+        _fail(session, error.outcome, str(error), plan)
+        return None
+    try:
+        outage_s, retries = session.note_outage(str(error))
+    except services.ClaimLostError:  # canceled or taken over meanwhile: not ours to retry
+        return None
+    delay = outage_retry_after(
+        error, outage_s=outage_s, retries=retries, window_s=plan.retry_window_s
+    )
+    if delay is None:
+        reason = (
+            f"the host did not answer for {outage_s:.0f} s ({retries} tries; retry window "
+            f"{plan.retry_window_s:.0f} s): {error}"
+        )
+        _fail(session, error.outcome, reason, plan)
+    return delay
+
+
+def _fail(
+    session: services.RunSession, outcome: str, reason: str, plan: RunPlan | None = None
+) -> None:
+    """End the run without a verdict, after stopping what it left on the host; what could not
+    be stopped is left to the janitor as a pending cleanup (the host cannot be leased)."""
     logger.warning("run %s: %s: %s", session.run.pk, outcome, reason)
     problems = []
     with contextlib.suppress(RunnerError, services.ServiceError):
-        plan = services.run_execution(session.run)
+        plan = plan or services.run_execution(session.run)
+    if plan is not None:  # else the run's values are bad: nothing of it reached the host
         with _transport(plan) as transport:
-            problems = driver.stop_all(transport, session.launched_dirs())
+            problems = _clean_up_after(session, plan, transport)
     note = "".join(f"\n{problem}" for problem in problems)
     services.run_fail(run_id=session.run.pk, outcome=outcome, reason=reason + note)
 
 
-def _transport(plan: RunPlan) -> Transport:
+def _clean_up_after(session: services.RunSession, plan: RunPlan, transport: Transport) -> list[str]:
+    leftovers = plan.leftovers.with_launched(session.launched_dirs())
+    problems = cleanup.clean_up(transport, leftovers)
+    if problems:
+        services.host_cleanup_record(run=session.run, leftovers=leftovers, problem=problems[0])
+    return problems
+
+
+def _transport(plan: RunPlan | services.CleanupJob) -> Transport:
     if plan.target is None:
         return LocalTransport(plan.host_name)
     return open_transport(plan.target)
+
+
+@shared_task(name="runners.clean_hosts")
+def clean_hosts() -> None:
+    """The janitor: retry each pending host cleanup until the run's processes are gone."""
+    for cleanup_id in services.host_cleanups_due():
+        try:
+            job = services.host_cleanup_claim(cleanup_id=cleanup_id)
+        except (RunnerError, services.ServiceError) as error:  # e.g. an undecryptable key
+            logger.warning("host cleanup %s: %s", cleanup_id, error)
+            continue
+        if job is None:  # done meanwhile, or another janitor holds it
+            continue
+        with _transport(job) as transport:
+            problems = cleanup.clean_up(transport, job.leftovers)
+        if services.host_cleanup_finish(job=job, problems=problems):
+            logger.info("host %s: cleanup of %s done", job.host_name, job.leftovers.run_dir)
 
 
 @shared_task(name="runners.reap_stale_runs")

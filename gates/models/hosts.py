@@ -90,3 +90,36 @@ class Host(models.Model):
         if self.transport == self.Transport.LOCAL:
             return "local"
         return f"{self.username}@{self.address}:{self.port}"
+
+
+class HostCleanup(models.Model):
+    """What a run left on its host when it ended and the host could not be reached: its
+    process groups (found by the run's launch token) and its run directory. The janitor
+    retries it until nothing of the run is left running; until then the host cannot be leased.
+    """
+
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="cleanups")
+    run = models.OneToOneField("gates.Run", on_delete=models.PROTECT, related_name="host_cleanup")
+    run_dir = models.CharField(max_length=500)
+    # The run's launch token: every process it launched has a token starting with it.
+    token = models.CharField(max_length=80)
+    launched_dirs = models.JSONField(default=list, blank=True)
+    keep_run_dir = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=0)
+    last_problem = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # A janitor task's claim on the row: a second copy finds it claimed and leaves it.
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["host", "done_at"])]
+
+    def __str__(self) -> str:
+        state = "done" if self.done_at else "pending"
+        return f"cleanup of {self.run_dir} on {self.host} ({state})"
+
+    @property
+    def pending(self) -> bool:
+        return self.done_at is None

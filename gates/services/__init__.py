@@ -11,6 +11,15 @@ host_rotate_credentials leave the audit event to their callers.
 from gates.errors import ServiceError
 from gates.services.alerts import alert_claim_due, alert_deliver, alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
+from gates.services.cleanup import (
+    CleanupJob,
+    HostCleanupPendingError,
+    host_cleanup_claim,
+    host_cleanup_finish,
+    host_cleanup_pending,
+    host_cleanup_record,
+    host_cleanups_due,
+)
 from gates.services.engagements import (
     engagement_create,
     engagement_stop,
@@ -55,8 +64,10 @@ from gates.services.uploads import run_upload_decide, run_upload_record
 __all__ = [
     "Actor",
     "ClaimLostError",
+    "CleanupJob",
     "Evaluation",
     "GateNotRunnableError",
+    "HostCleanupPendingError",
     "PoisonStepError",
     "RunSession",
     "ServiceError",
@@ -74,6 +85,11 @@ __all__ = [
     "gate_spec_sign",
     "gate_spec_update",
     "gate_waive",
+    "host_cleanup_claim",
+    "host_cleanup_finish",
+    "host_cleanup_pending",
+    "host_cleanup_record",
+    "host_cleanups_due",
     "host_create",
     "host_credential",
     "host_key_fingerprint",

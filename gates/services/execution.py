@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from gates.errors import ServiceError
 from gates.models import Host, Run
 from gates.services.hosts import host_credential
-from runners.execution import RunPlan
+from runners.commands import checked_values
+from runners.errors import SpecError
+from runners.execution import RunPlan, checked_retry_window
 from runners.transport import SshTarget
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
@@ -15,18 +18,12 @@ DEFAULT_PYTHON = "/usr/bin/python3"
 
 
 def run_execution(run: Run) -> RunPlan:
-    """Everything runners.driver needs for this run, without model instances."""
+    """Everything runners.driver needs for this run, without model instances. Every value is
+    checked on the way (RunPlan refuses a bad one, naming it), before anything reaches the host."""
     host = run.host
     profile = host.profile
     spec = run.spec.document
-    values = {
-        "python": DEFAULT_PYTHON,
-        "model": run.gate.engagement.model_name,
-        **profile.parameters,
-        **spec.get("server", {}),
-        **host.parameters,
-    }
-    run_root = str(values.get("run_root", DEFAULT_RUN_ROOT)).rstrip("/")
+    values = run_values(host, spec, model_name=run.gate.engagement.model_name)
     equivalence = spec.get("equivalence", {})
     local = host.transport == Host.Transport.LOCAL
     return RunPlan(
@@ -34,13 +31,44 @@ def run_execution(run: Run) -> RunPlan:
         target=None if local else host_target(host),
         commands=profile.commands,
         values=values,
-        run_dir=f"{run_root}/run-{run.pk}-{run.key.hex[:12]}",
+        run_dir=f"{values.get('run_root', DEFAULT_RUN_ROOT)}/run-{run.pk}-{run.key.hex[:12]}",
         token=f"run-{run.key.hex}",
         probe_names=list(profile.commands.get("probes", {})),
         prompts=equivalence.get("prompts", []),
         max_tokens=equivalence.get("max_tokens", 64),
         serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
+        retry_window_s=_retry_window(host),
+        keep_run_dir=host.parameters.get("keep_run_dir", False),
     )
+
+
+def run_values(host: Host, spec: dict, *, model_name: str) -> dict:
+    """The values a run's templates are filled with: defaults, then the profile's, the spec's
+    server section and the host's parameters, each overriding the one before."""
+    return {
+        "python": DEFAULT_PYTHON,
+        "model": model_name,
+        **host.profile.parameters,
+        **spec.get("server", {}),
+        **host.parameters,
+    }
+
+
+def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:
+    """Refuse to start a run whose values a template could not take (a run_root with '..', a
+    path with shell metacharacters), with the field named, before anything is written."""
+    try:
+        checked_values(run_values(host, spec, model_name=model_name))
+        checked_retry_window(_retry_window(host))
+        if not isinstance(host.parameters.get("keep_run_dir", False), bool):
+            raise SpecError("must be true or false", field="keep_run_dir")
+    except SpecError as problem:
+        raise ServiceError(problem.reason, field=f"parameters.{problem.field}") from None
+
+
+def _retry_window(host: Host) -> object:
+    default = settings.TOLLGATE_TRANSPORT_RETRY_WINDOW_S
+    return host.parameters.get("transport_retry_window_s", default)
 
 
 def host_target(host: Host, **timeouts: float) -> SshTarget:

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet, Value
+from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -185,6 +185,42 @@ class RunSession:
             raise ClaimLostError(f"run {self.run.pk}: no longer ours to write")
         run_assert_lease(run)
         return run
+
+    # --- transport outages ----------------------------------------------------------------
+    def note_outage(self, reason: str) -> tuple[float, int]:
+        """Record that the host did not answer this time: (seconds since the outage began,
+        tries failed in it). The heartbeat moves too: the worker is alive, the host is away,
+        so the reaper leaves the run to the retry window."""
+        now = timezone.now()
+        noted = Run.objects.filter(
+            pk=self.run.pk, driver_token=self.token, state=Run.State.RUNNING
+        ).update(
+            outage_since=Coalesce("outage_since", Value(now)),
+            outage_retries=F("outage_retries") + 1,
+            heartbeat_at=now,
+        )
+        if noted != 1:
+            raise ClaimLostError(f"run {self.run.pk}: no longer ours to write")
+        since, retries = Run.objects.values_list("outage_since", "outage_retries").get(
+            pk=self.run.pk
+        )
+        if retries == 1:
+            self._log(f"host unreachable, retrying: {reason[:300]}\n")
+        return (now - since).total_seconds(), retries
+
+    def host_answered(self) -> None:
+        """The host answered: a later failure starts a new outage with a full window."""
+        ended = Run.objects.filter(pk=self.run.pk, outage_since__isnull=False).update(
+            outage_since=None, outage_retries=0
+        )
+        if ended:
+            self._log("host reachable again; the run goes on where it was\n")
+
+    def _log(self, line: str) -> None:
+        with transaction.atomic():
+            run = Run.objects.select_for_update().get(pk=self.run.pk)
+            run.log = (run.log + line)[-LOG_LIMIT_CHARS:]
+            run.save(update_fields=["log"])
 
     # --- cancel and cleanup -------------------------------------------------------------
     def cancel_requested(self) -> bool:

@@ -27,7 +27,9 @@ from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
 from gates.services import pokes
 from gates.services.alerts import alert_enqueue
 from gates.services.audit import Actor, audit_record
+from gates.services.cleanup import host_require_clean
 from gates.services.engagements import gate_move, gate_open_next
+from gates.services.execution import run_values_check
 from gates.tenancy import Viewer
 from runners.plans import has_program
 
@@ -111,6 +113,8 @@ def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
         raise ServiceError("a run on a host needs a host", field="host")
     if host is not None and host.organization_id != gate.engagement.organization_id:
         raise ServiceError("the host belongs to another organization", field="host")
+    if host is not None and source == Run.Source.REMOTE:
+        run_values_check(host, gate.current_spec.document, model_name=gate.engagement.model_name)
 
 
 def _dispatch_on_commit(run: Run) -> None:
@@ -118,7 +122,9 @@ def _dispatch_on_commit(run: Run) -> None:
 
 
 def host_lease_acquire(*, run: Run) -> int:
-    """Give `run` the lease on its host and return the new fencing token."""
+    """Give `run` the lease on its host and return the new fencing token. A host with a
+    pending cleanup is refused: an earlier run's server may still hold its port."""
+    host_require_clean(run.host_id)
     free = Q(lease_run__isnull=True) | Q(lease_run=run) | Q(lease_run__state__in=Run.ENDED)
     changed = Host.objects.filter(free, pk=run.host_id).update(
         lease_run=run, lease_acquired_at=timezone.now(), fencing_token=F("fencing_token") + 1

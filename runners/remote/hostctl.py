@@ -8,9 +8,12 @@ the orchestrator needs no curl there and never sends prompts through a shell:
     python3 hostctl.py complete URL MODEL MAX_TOKENS PROMPTS_JSON_FILE
                                              greedy completions, one JSON line per prompt
     python3 hostctl.py tier                  the native offload tier (host DRAM) as JSON
+    python3 hostctl.py listener PORT         who listens on TCP PORT, as JSON: "listening" and
+                                             the visible processes (pid, pgid, command)
 """
 
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -89,20 +92,87 @@ def tier():
     return 0
 
 
+LISTEN = "0A"
+
+
+def listening_inodes(port):
+    """Socket inodes in LISTEN state on `port`, any local address, IPv4 and IPv6."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16) if len(fields) > 9 else None
+            if local_port == port and fields[3] == LISTEN:
+                inodes.add(fields[9])
+    return inodes
+
+
+def open_links(pid):
+    """What the process's file descriptors point at; empty when this account cannot look."""
+    links = []
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return links
+    for fd in fds:
+        try:
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue  # closed meanwhile
+    return links
+
+
+def socket_owners(inodes):
+    """The pids holding one of `inodes` open; processes this account cannot read are skipped."""
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    return sorted(pid for pid in pids if wanted.intersection(open_links(pid)))
+
+
+def describe_process(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        pgid = os.getpgid(pid)
+    except OSError:
+        return None
+    return {"pid": pid, "pgid": pgid, "command": command[:200]}
+
+
+def listener(port):
+    """Who listens on the port: the server's health check proves the answer came from the
+    process the run launched by comparing these process groups with the launched one."""
+    inodes = listening_inodes(int(port))
+    processes = [describe_process(pid) for pid in socket_owners(inodes)] if inodes else []
+    found = [process for process in processes if process is not None]
+    print(json.dumps({"port": int(port), "listening": bool(inodes), "processes": found}))
+    return 0
+
+
 COMMANDS = {
     "health": (health, 1),
     "metrics": (metrics, 1),
     "complete": (complete, 4),
     "tier": (tier, 0),
+    "listener": (listener, 1),
 }
+URL_COMMANDS = ("health", "metrics", "complete")
 
 
 def main(argv):
     if len(argv) < 2 or argv[1] not in COMMANDS or len(argv) - 2 != COMMANDS[argv[1]][1]:
         sys.stderr.write(__doc__)
         return 2
-    if len(argv) > 2 and not argv[2].startswith(("http://", "https://")):
+    if argv[1] in URL_COMMANDS and not argv[2].startswith(("http://", "https://")):
         sys.stderr.write("URL must start with http:// or https://\n")
+        return 2
+    if argv[1] == "listener" and not argv[2].isdigit():
+        sys.stderr.write("PORT must be a number\n")
         return 2
     function, _ = COMMANDS[argv[1]]
     return function(*argv[2:])

@@ -35,12 +35,11 @@ from runners.transport.files import (
     temporary_name,
 )
 from runners.transport.hostkeys import fingerprint_of_blob, known_hosts_name, parse_host_key
-from runners.transport.network import describe, tcp_connect, with_backoff
+from runners.transport.network import STEP_AUTH, describe, tcp_connect, with_backoff
 from runners.transport.types import CommandResult, SshTarget
 
 STEP_HANDSHAKE = "ssh handshake"
 STEP_HOST_KEY = "host key check"
-STEP_AUTH = "authentication"
 READ_BYTES = 1 << 16
 _TRANSIENT = (OSError, EOFError, paramiko.SSHException)
 

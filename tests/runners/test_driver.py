@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from gates import specs
 from runners import driver
+from runners.errors import InfrastructureError
 from runners.steps import StepContext, StepProgress
 
 
@@ -30,6 +31,7 @@ class FakeSession:
     evaluations: list = field(default_factory=list)
     answers: list = field(default_factory=lambda: [Evaluation(True)])
     beats: int = 0
+    answered: bool = False
 
     def heartbeat(self):
         self.beats += 1
@@ -58,16 +60,22 @@ class FakeSession:
     def mark_canceled(self):
         self.canceled = True
 
+    def host_answered(self):
+        self.answered = True
+
     def evaluate(self):
         self.evaluations.append(len(self.done))
         return self.answers.pop(0)
 
 
 class FakeTransport:
-    def __init__(self):
+    def __init__(self, unreachable=False):
         self.killed = []
+        self.unreachable = unreachable
 
     def kill(self, run_dir, grace=10.0):
+        if self.unreachable:
+            raise InfrastructureError("connection refused", host="gpu-01")
         self.killed.append(run_dir)
 
 
@@ -118,6 +126,24 @@ def test_a_cancel_stops_what_was_launched_and_ends_the_run(monkeypatch, ctx):
     session = FakeSession(spec=specs.default_spec("G1"), cancel=True)
     assert driver.drive(session, ctx, budget_s=10, probe_names=[]) is False
     assert session.canceled and ctx.transport.killed
+
+
+def test_a_cancel_on_an_unreachable_host_raises_and_leaves_the_run_going(monkeypatch, ctx):
+    """The task's outage rule retries the cancel; the run never ends (and frees its host)
+    while what it launched may still run."""
+    monkeypatch.setattr(driver, "perform", lambda step, detail, c: StepProgress(False))
+    session = FakeSession(spec=specs.default_spec("G1"), cancel=True)
+    ctx = replace(ctx, transport=FakeTransport(unreachable=True))
+    with pytest.raises(InfrastructureError):
+        driver.drive(session, ctx, budget_s=10, probe_names=[])
+    assert not session.canceled
+
+
+def test_the_host_answering_is_reported_once_per_drive(monkeypatch, ctx):
+    monkeypatch.setattr(driver, "perform", lambda step, detail, c: StepProgress(True))
+    session = FakeSession(spec=specs.default_spec("G1"))
+    driver.drive(session, ctx, budget_s=30, probe_names=["kernel"])
+    assert session.answered
 
 
 def test_the_engine_asking_for_more_appends_whole_repetitions(monkeypatch, ctx):
