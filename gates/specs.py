@@ -17,6 +17,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 
+from gates import spec_statistics
+
 GATE_KINDS = ("G1", "G2", "G3", "G4")
 DATASETS = ["random", "prefix_repetition", "cold_recovery", "sharegpt"]
 ARM_KINDS = ("resident", "offload", "recompute")
@@ -215,6 +217,8 @@ G3_SCHEMA = _gate(
         ),
     },
 )
+G3_SCHEMA["properties"]["statistics"] = spec_statistics.STATISTICS
+CLAUSE["properties"].update(spec_statistics.CLAIMS)
 G4_SCHEMA = _gate(
     "G4",
     {
@@ -326,7 +330,11 @@ def _g3_errors(document: dict) -> list[FieldError]:
         errors += _compare_errors(f"{where}.compare", clause["compare"], document["arms"])
         errors += _threshold_errors(where, clause)
         errors += _clause_tier_errors(f"{where}.tiers", clause["tiers"], document["tiers"])
-    return errors
+        percentile = METRICS.get(clause["metric"], ("", None))[1]
+        rules = spec_statistics.clause_problems(clause, percentile, document["workload"])
+        errors += [FieldError(f"{where}.{name}", message) for name, message in rules]
+    plan = spec_statistics.repetition_problems(repetitions)
+    return errors + [FieldError(f"repetitions.{name}", message) for name, message in plan]
 
 
 def _compare_errors(field: str, compare: str, arms: dict) -> list[FieldError]:
