@@ -145,11 +145,15 @@ def _cell(clause, tier, pairs, dropped, plan, outcome: LookOutcome, row, floor) 
 def _before_first_look(clause: Clause, pairs: list[dict], plan: SequentialPlan) -> dict:
     """No interval before the first planned look: the estimate and each repetition instead."""
     size = len(pairs)
-    mean = float(np.mean([pair["log_ratio"] for pair in pairs])) if pairs else None
+    # One pair is one measurement, not an estimate: nothing to show but the pair itself.
+    mean = float(np.mean([pair["log_ratio"] for pair in pairs])) if size >= 2 else None
     ratio = None if mean is None else readout.bounded_ratio(mean)
     first = plan.looks[0]
     if size < 2:
-        cause = f"{size} complete pair(s) of {clause.compare}; the first look is at {first}"
+        cause = (
+            f"{size} complete pair(s) of {clause.compare}; an interval needs at least 2 and "
+            f"the plan's first look is at {first}"
+        )
     else:
         cause = (
             f"no interval before the plan's first look at {first} repetitions; estimate "
@@ -164,7 +168,7 @@ def _before_first_look(clause: Clause, pairs: list[dict], plan: SequentialPlan) 
         "look": None,
         "confidence_at_look": None,
         "shown": {
-            "estimate": readout.estimate_text(clause, ratio) if pairs else None,
+            "estimate": readout.estimate_text(clause, ratio) if mean is not None else None,
             "interval": None,
             "look": f"before the first look (at {first} repetitions)",
         },

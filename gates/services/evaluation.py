@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from gates.decisions import decide_gate
 from gates.models import Run
 from gates.planner.spec_check import spec_workload_exceeds_vram
+from gates.services.attempts import g3_decision_context
 from gates.services.runs import GateNotRunnableError, decision_record
 from runners.plans import AA_ARMS, HIT_ARM
 
@@ -42,7 +43,10 @@ def run_evaluate(run: Run) -> Evaluation:
 def run_decision_context(run: Run) -> dict:
     """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
     exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
-    return {"kv_exceeds_vram": exceeds}
+    context = {"kv_exceeds_vram": exceeds}
+    if run.spec.document["gate"] == "G3":
+        context.update(g3_decision_context(run.gate))
+    return context
 
 
 def run_g3_measurements(run: Run) -> list[dict]:
@@ -53,8 +57,9 @@ def run_g3_measurements(run: Run) -> list[dict]:
             "repetition": m.repetition,
             "metrics": m.metrics,
             "server": m.server,
+            "raw_sha256": m.artifact.sha256 if m.artifact else None,
         }
-        for m in run.measurements.order_by("repetition", "tier", "arm")
+        for m in run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
     ]
 
 

@@ -46,7 +46,8 @@ def test_an_evaluation_fetches_the_kv_planner_context_itself(
     Engagement.objects.filter(pk=engagement.pk).update(kv_plan=LLAMA_8X80)
     run = open_run(actor, vendor_viewer, engagement, host, "G3")
     services.RunSession.claim_dispatched(run.pk).evaluate()
-    assert spy == [("G3", list, {"kv_exceeds_vram": True})]
+    # The first attempt, and no G2 noise floor yet (the fixture's G2 has no engine decision).
+    assert spy == [("G3", list, {"kv_exceeds_vram": True, "attempt": 1, "noise_floor": None})]
 
 
 def test_a_g4_run_is_never_judged_by_another_gate_s_engine(spy, engagement):
