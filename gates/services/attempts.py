@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gates.errors import ServiceError
 from gates.models import Decision, Gate, Verdict
+from gates.selectors import engagement_noise_floor
 
 SPENDING = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
 
@@ -52,16 +53,7 @@ def gate_attempts_exhausted(gate: Gate, document: dict) -> bool:
 
 def g3_decision_context(gate: Gate) -> dict:
     """Which attempt this is, and the engagement's G2 A/A noise (the floor under G3's sd)."""
-    return {"attempt": gate_attempts_spent(gate) + 1, "noise_floor": _g2_noise(gate)}
-
-
-def _g2_noise(gate: Gate) -> dict | None:
-    g2 = gate.engagement.gates.filter(kind=Gate.Kind.G2).first()
-    decision = g2 and g2.decisions.filter(kind=Decision.Kind.ENGINE, verdict=Verdict.PASS).first()
-    if decision is None:
-        return None
-    row = next((c for c in decision.clauses if c.get("check") == "noise_floor"), None)
-    sd = row.get("sd_log_ratio") if row else None
-    if not isinstance(sd, (int, float)):
-        return None
-    return {"metric": decision.spec.document["noise_floor"]["metric"], "sd_log_ratio": float(sd)}
+    return {
+        "attempt": gate_attempts_spent(gate) + 1,
+        "noise_floor": engagement_noise_floor(gate.engagement),
+    }
