@@ -148,7 +148,7 @@ def test_offload_that_does_not_help_fails_g3_then_opens_stop_loss(
         "tiers": "all",
     }
     document = g3_spec(
-        workload=SHORT_CHAT, tiers=[1], repetitions=(2, 3), clauses=[ratio, reduction]
+        workload=SHORT_CHAT, tiers=[1], repetitions=(4, 4), clauses=[ratio, reduction]
     )
     # No reuse means the tier is never hit; that is this workload's truth, not a broken run.
     document["validity"]["min_external_hit_rate"] = 0
