@@ -18,7 +18,10 @@ STATISTICS = {
         "min_power": {"type": "number", "minimum": 0, "maximum": 0.99},
         "outliers": {
             "type": "object",
-            "properties": {"max_reruns": {"type": "integer", "minimum": 0, "maximum": 10}},
+            "properties": {
+                "max_reruns": {"type": "integer", "minimum": 0, "maximum": 10},
+                "max_preemptions": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+            },
             "required": ["max_reruns"],
             "additionalProperties": False,
         },

@@ -48,11 +48,13 @@ class ValidityLimits:
 @dataclass(frozen=True)
 class StatisticsRules:
     """The spec's error bookkeeping: attempts the error budget is split over, the floor under
-    a cell's sd of log-ratios, and how many disturbed repetitions may be re-run."""
+    a cell's sd of log-ratios, how many disturbed repetitions may be re-run, and the server
+    preemptions in one bench beyond which its repetition counts as disturbed."""
 
     attempts: int = 1
     sd_floor: float = 0.0
     max_reruns: int = 0
+    max_preemptions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ def parse_statistics(spec: dict) -> StatisticsRules:
         attempts=rules.get("attempts", 1),
         sd_floor=float(rules.get("sd_floor", 0.0)),
         max_reruns=rules.get("outliers", {}).get("max_reruns", 0),
+        max_preemptions=rules.get("outliers", {}).get("max_preemptions"),
     )
 
 

@@ -21,6 +21,7 @@ from gates.decisions.inference import (
     decide_cells,
 )
 from gates.decisions.numbers import finite_float, is_number, metric_value
+from gates.decisions.outliers import set_aside_disturbed, set_aside_notes
 from gates.decisions.validity import (
     EvidenceError,
     Measurement,
@@ -50,8 +51,14 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
         attempts=parsed.statistics.attempts,
         cells=len(keys),
     )
-    cells = _decide_cells(keys, items, plan, _sd_floors(parsed, keys, facts))
-    broken = [check["reason"] for check in checks if check["ok"] is False]
+    aside = set_aside_disturbed(checks, parsed.statistics.max_reruns)
+    kept = [item for item in items if item.repetition not in aside]
+    cells = _decide_cells(keys, kept, plan, _sd_floors(parsed, keys, facts))
+    for cell in cells:
+        cell["dropped"] += [f"repetition {rep}: set aside and re-run (disturbed)" for rep in aside]
+    broken = [
+        check["reason"] for check in checks if check["ok"] is False and not check.get("set_aside")
+    ]
     spent = _attempts_spent(parsed, facts)
     for cell in cells if broken or spent else []:
         cell["verdict"] = "invalid" if broken else "inconclusive"
@@ -62,10 +69,11 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
         "spec_version": parsed.version,
         "verdict": verdict,
         "reasons": reasons,
-        "notes": summarize_unknowns(checks) + _dropped_notes(cells),
+        "notes": summarize_unknowns(checks) + set_aside_notes(aside) + _dropped_notes(cells),
         "clauses": cells,
         "validity": checks,
-        "plan": _next_step(verdict, cells, plan, items, spent),
+        "set_aside": [{"repetition": rep, "reasons": why} for rep, why in aside.items()],
+        "plan": _next_step(verdict, cells, plan, items, spent, reruns=len(aside)),
         "inputs": {
             "arms": parsed.arms,
             "tiers": list(parsed.tiers),
@@ -302,11 +310,14 @@ def _next_step(
     plan: SequentialPlan,
     items: list[Measurement],
     spent: str | None,
+    *,
+    reruns: int = 0,
 ) -> dict:
     if verdict != "inconclusive" or spent:
         return {"action": "decide", "more": 0, "reason": spent or f"the gate is decided: {verdict}"}
     done = len({item.repetition for item in items})
-    room = plan.max_repetitions - done
+    # A repetition set aside by the outlier rule is replaced, so it does not use the budget.
+    room = plan.max_repetitions + reruns - done
     needs = [
         upcoming - len(cell["pairs"])
         for cell in cells

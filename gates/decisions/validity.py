@@ -111,6 +111,8 @@ def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict)
         )
         if item.kind == "offload":
             checks.append(_hit_rate_check(item, spec.validity.min_external_hit_rate))
+        if spec.statistics.max_preemptions is not None:
+            checks.append(_preemption_check(item, spec.statistics.max_preemptions))
     return checks
 
 
@@ -288,3 +290,11 @@ def _duplicate_raw_checks(measurements: list[Measurement]) -> list[dict]:
             )
             checks.append(_check("duplicate_raw", item, item.raw_sha256, "unique", False, why))
     return checks
+
+
+def _preemption_check(item: Measurement, limit: int) -> dict:
+    count = read_count(item.server, "preemptions", f"measurements[{item.index}].server")
+    if count is None:
+        return _check("preemptions", item, None, limit, None, "preemptions not reported")
+    why = f"the server preempted {count:g} requests (limit {limit})"
+    return _check("preemptions", item, count, limit, count <= limit, why)
