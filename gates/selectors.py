@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.cache import cache
 
 from gates.decisions.operating import operating_characteristic
-from gates.models import Decision, Engagement, Gate, Verdict
+from gates.models import Decision, Engagement, Gate, GateSpec, Run, Verdict
 
 # Simulated gates per operating characteristic shown: Monte Carlo sd of an 80 % power 0.9 %.
 OC_GATES = 2000
@@ -57,22 +57,45 @@ def engagement_noise_floor(engagement: Engagement) -> dict | None:
 
 
 def gate_operating_characteristic(gate: Gate) -> dict | None:
-    """What the G3 gate's current spec can decide at the G2 A/A noise (or the spec's stated
-    CV): the table shown before signing. Cached per spec digest and noise."""
+    """What the G3 gate's current spec can decide: the table shown before signing."""
     if gate.kind != Gate.Kind.G3:
         return None
-    spec = gate.current_spec
+    return spec_operating_characteristic(gate.current_spec, gate)
+
+
+def spec_operating_characteristic(spec: GateSpec, gate: Gate) -> dict:
+    """What a G3 spec can decide at the engagement's G2 A/A noise (or the spec's stated CV),
+    with host hours from the gate's last completed run. Cached per spec digest and inputs."""
     noise = engagement_noise_floor(gate.engagement)
     sd = noise["sd_log_ratio"] if noise else None
-    key = f"tollgate:oc:{spec.digest}:{sd}"
+    hours = gate_hours_per_repetition(gate)
+    key = f"tollgate:oc:{spec.digest}:{sd}:{hours}"
     found = cache.get(key)
     if found is None:
         source = f"the G2 A/A noise of {noise['metric']}" if noise else None
         found = operating_characteristic(
-            spec.document, sd_log_ratio=sd, noise_source=source, gates=OC_GATES
+            spec.document,
+            sd_log_ratio=sd,
+            noise_source=source,
+            hours_per_repetition=hours,
+            gates=OC_GATES,
         )
         cache.set(key, found, OC_CACHE_S)
     return found
+
+
+def gate_hours_per_repetition(gate: Gate) -> float | None:
+    """Host hours one repetition took in the gate's last completed run (None before one)."""
+    run = (
+        gate.runs.filter(outcome=Run.Outcome.COMPLETED, started_at__isnull=False)
+        .exclude(finished_at=None)
+        .order_by("-finished_at")
+        .first()
+    )
+    repetitions = run and run.measurements.values("repetition").distinct().count()
+    if not repetitions:
+        return None
+    return round((run.finished_at - run.started_at).total_seconds() / 3600 / repetitions, 4)
 
 
 def gate_cell_readouts(gate: Gate) -> list[dict]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from gates.decisions import decide_gate
 from gates.models import Run
 from gates.planner.spec_check import spec_workload_exceeds_vram
+from gates.selectors import spec_operating_characteristic
 from gates.services.attempts import g3_decision_context
 from gates.services.runs import GateNotRunnableError, decision_record
 from runners.plans import AA_ARMS, HIT_ARM
@@ -36,6 +37,12 @@ def run_evaluate(run: Run) -> Evaluation:
     if plan.get("action") == "run" and plan.get("more", 0) > 0:
         seen = max(result["inputs"]["repetitions_seen"], default=0)
         return Evaluation(decided=False, more=plan["more"], first=seen + 1)
+    if spec["gate"] == "G3":
+        # Into the evidence: what this spec could decide at the noise known when it decided.
+        result = {
+            **result,
+            "operating_characteristic": spec_operating_characteristic(run.spec, run.gate),
+        }
     decision = decision_record(run_id=run.pk, result=result)
     return Evaluation(decided=True, verdict=decision.verdict if decision else None)
 

@@ -63,3 +63,14 @@ def test_a_g4_run_is_never_judged_by_another_gate_s_engine(spy, engagement):
     with pytest.raises(services.GateNotRunnableError):
         evaluation.run_evaluate(run)
     assert not spy and not Decision.objects.exists()
+
+
+def test_a_g3_decision_carries_the_spec_s_operating_characteristic_into_the_evidence(
+    spy, actor, vendor_viewer, engagement, host
+):
+    run = open_run(actor, vendor_viewer, engagement, host, "G3")
+    services.RunSession.claim_dispatched(run.pk).evaluate()
+    result = run.gate.decisions.get().result
+    oc = result["operating_characteristic"]
+    assert oc["available"] and oc["noise"]["source"] == "the spec's stated CV 10 %"
+    assert oc["plan"]["looks"] == [4, 6, 8] and oc["warnings"]
