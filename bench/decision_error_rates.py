@@ -1,14 +1,22 @@
-"""Error rates of the G3 decision engine against the single-run fixed-percentage rule, side by side.
+"""Error rates of the G3 decision engine beside three common rules, on the same simulated data.
 
-Both rules see the same synthetic repetitions: per arm and repetition a lognormal value with the
-given coefficient of variation, and a known true offload/baseline TTFT reduction. The clause is
-"ttft_p50 offload/baseline reduction >= 25 %" with the G3 template's plan (min 3, max 8
-repetitions, confidence 0.90). The single-run rule looks at repetition 1 only and passes when the
-observed reduction is >= 25 %, fails otherwise (how common benchmark gates decide).
+Per arm and repetition a lognormal value with the given coefficient of variation, and known
+true effects. Three tables:
+
+1. one clause ("ttft_p50 offload/baseline reduction >= 25 %", one tier) against the true
+   reduction: the engine with the template plan (looks 4, 6, 8; one attempt's share of the
+   budget) beside the fixed-percentage, Perfherder-style and Bencher-style rules
+   (bench/decision_rules.py);
+2. the whole default spec (8 cells, arm-level noise so cells sharing an arm are correlated):
+   every cell at its bar, one at its bar with the rest clear, every cell clear (as far above its
+   bar as 40 % is above 25 %): the engine, the same engine with no family-wise control (each
+   cell decided alone), and the three rules cell by cell (the gate passes when every cell does);
+3. across attempts: a team re-runs every attempt that is not a pass, up to the cap (the
+   engine's 2, with the budget split) or 10 times for the rules that have no cap.
 
     .venv/bin/python bench/decision_error_rates.py [--gates 20000] [--seed 2026]
 
-prints the markdown table used in docs/decisions.md.
+prints the markdown tables used in docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -19,72 +27,190 @@ import time
 
 import numpy as np
 
-from gates.decisions.inference import (
-    FAIL,
-    PASS,
-    SequentialPlan,
-    clause_margins,
-    decide_sequentially,
-)
+from bench.decision_rules import bencher_pass, fixed_percentage_pass, perfherder_pass
+from gates.decisions.clauses import parse_g3_spec
+from gates.decisions.inference import FAIL, PASS, SequentialPlan, clause_margins, decide_cells
+from gates.specs import default_spec
 
-THRESHOLD_PCT = 25.0
-PLAN = SequentialPlan(min_repetitions=3, max_repetitions=8, confidence=0.90)
+SPEC = parse_g3_spec(default_spec("G3"))
+CELLS = [(clause, tier) for clause in SPEC.clauses for tier in clause.tiers]
+REPS = SPEC.max_repetitions
+RULES = {"fixed %": fixed_percentage_pass, "Perfherder": perfherder_pass, "Bencher": bencher_pass}
 TRUE_REDUCTIONS_PCT = (0.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0)
 NOISE_CVS = (0.05, 0.10, 0.15)
 
 
-def simulate(rng: np.random.Generator, reduction_pct: float, cv: float, gates: int) -> np.ndarray:
-    """Per-repetition log(offload / baseline), shape (gates, max repetitions)."""
+def plan(cells: int) -> SequentialPlan:
+    return SequentialPlan(
+        SPEC.min_repetitions,
+        SPEC.max_repetitions,
+        SPEC.confidence,
+        attempts=SPEC.statistics.attempts,
+        cells=cells,
+    )
+
+
+def arm_noise(rng, cv: float, gates: int) -> np.ndarray:
     sigma = math.sqrt(math.log1p(cv**2))
-    shape = (gates, PLAN.max_repetitions)
-    offload = rng.normal(-(sigma**2) / 2, sigma, shape)
-    baseline = rng.normal(-(sigma**2) / 2, sigma, shape)
-    return math.log(1 - reduction_pct / 100) + offload - baseline
+    return rng.normal(-(sigma**2) / 2, sigma, (gates, REPS))
 
 
-def engine_rates(log_ratios: np.ndarray) -> dict:
-    bound = 1 - THRESHOLD_PCT / 100
-    outcome = decide_sequentially(clause_margins(log_ratios, "reduction", bound), PLAN)
-    used = np.where(outcome.verdict == 0, PLAN.max_repetitions, np.array(PLAN.looks)[outcome.look])
-    return {
-        "pass": float(np.mean(outcome.verdict == PASS)),
-        "fail": float(np.mean(outcome.verdict == FAIL)),
-        "inconclusive": float(np.mean(outcome.verdict == 0)),
-        "repetitions": float(np.mean(used)),
-    }
+def engine_outcome(logs: np.ndarray, bounds: list[float], changes: list[str], cells: int):
+    """logs (gates, cells, reps) of log(A/B) -> the engine's per-cell outcome."""
+    margins = np.stack(
+        [clause_margins(logs[:, i], changes[i], bounds[i]) for i in range(logs.shape[1])], axis=1
+    )
+    return decide_cells(margins, plan(cells), sd_floor=SPEC.statistics.sd_floor)
 
 
-def single_run_rates(log_ratios: np.ndarray) -> dict:
-    observed_reduction = 100 * (1 - np.exp(log_ratios[:, 0]))
-    passed = float(np.mean(observed_reduction >= THRESHOLD_PCT))
-    return {"pass": passed, "fail": 1 - passed}
+def used_repetitions(outcome, the_plan: SequentialPlan) -> np.ndarray:
+    looks = np.array(the_plan.looks)[outcome.look]
+    return np.where(outcome.verdict == 0, the_plan.max_repetitions, looks)
 
 
-def truth_label(reduction_pct: float) -> str:
-    if reduction_pct < THRESHOLD_PCT:
-        return "below (pass is wrong)"
-    if reduction_pct > THRESHOLD_PCT:
-        return "above (fail is wrong)"
-    return "at threshold"
-
-
-def table(gates: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
+def clause_table(rng, gates: int) -> list[str]:
     lines = [
-        "| true reduction | truth vs 25 % | noise CV | engine pass | engine fail | "
-        "engine inconclusive | engine mean reps | single-run pass | single-run fail |",
+        "| true reduction | noise CV | engine pass | engine fail | engine inconclusive | "
+        "engine mean reps | fixed % pass | Perfherder pass | Bencher pass |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for reduction in TRUE_REDUCTIONS_PCT:
         for cv in NOISE_CVS:
-            log_ratios = simulate(rng, reduction, cv, gates)
-            engine, single = engine_rates(log_ratios), single_run_rates(log_ratios)
+            offload = math.log(1 - reduction / 100) + arm_noise(rng, cv, gates)
+            baseline = arm_noise(rng, cv, gates)
+            outcome = engine_outcome((offload - baseline)[:, None], [0.75], ["reduction"], 1)
+            verdict = outcome.verdict[:, 0]
+            reps = used_repetitions(outcome, plan(1))[:, 0].mean()
+            rules = [f"{rule(offload, baseline, 0.75).mean():.1%}" for rule in RULES.values()]
             lines.append(
-                f"| {reduction:g} % | {truth_label(reduction)} | {cv:.0%} | {engine['pass']:.1%} | "
-                f"{engine['fail']:.1%} | {engine['inconclusive']:.1%} | "
-                f"{engine['repetitions']:.1f} | {single['pass']:.1%} | {single['fail']:.1%} |"
+                f"| {reduction:g} % | {cv:.0%} | {(verdict == PASS).mean():.1%} | "
+                f"{(verdict == FAIL).mean():.1%} | {(verdict == 0).mean():.1%} | {reps:.1f} | "
+                + " | ".join(rules)
+                + " |"
             )
     return lines
+
+
+def gate_data(rng, truths: list[float], cv: float, gates: int) -> dict:
+    """Per cell the two arms' log values: {(cell): (a, b)} with shared arm noise."""
+    noise = {
+        (metric, arm, tier): arm_noise(rng, cv, gates)
+        for metric in ("ttft_p50", "output_throughput")
+        for arm in SPEC.arms
+        for tier in SPEC.tiers
+    }
+    return [
+        (math.log(truth) + noise[(c.metric, c.a, tier)], noise[(c.metric, c.b, tier)])
+        for (c, tier), truth in zip(CELLS, truths, strict=True)
+    ]
+
+
+def scenario(name: str) -> list[float]:
+    clear = math.log(0.75 / 0.60)
+    bars = [c.bound_ratio for c, _ in CELLS]
+    if name == "every cell at its bar":
+        return bars
+    moved = [
+        b * math.exp(-clear if c.change == "reduction" else clear)
+        for (c, _), b in zip(CELLS, bars, strict=True)
+    ]
+    if name == "one cell at its bar, the rest clear":
+        return [bars[0], *moved[1:]]
+    return moved
+
+
+def rule_gate_pass(rule, data, cells) -> np.ndarray:
+    """A cell-by-cell rule as a gate: every cell must pass (a lower-is-better cell is A/B)."""
+    passed = np.ones(data[0][0].shape[0], dtype=bool)
+    for (clause, _), (a, b) in zip(cells, data, strict=True):
+        if clause.change == "reduction":
+            passed &= rule(a, b, clause.bound_ratio)
+        else:  # higher passes: compare b/a against 1/bound
+            passed &= rule(b, a, 1 / clause.bound_ratio)
+    return passed
+
+
+def gate_table(rng, gates: int) -> list[str]:
+    lines = [
+        "| default spec (8 cells) | noise CV | engine pass | engine fail | engine inconclusive | "
+        "engine mean reps | no family control: fail | fixed % pass | Perfherder pass | "
+        "Bencher pass |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    bounds = [c.bound_ratio for c, _ in CELLS]
+    changes = [c.change for c, _ in CELLS]
+    for name in (
+        "every cell at its bar",
+        "one cell at its bar, the rest clear",
+        "every cell clear",
+    ):
+        for cv in (0.10, 0.20):
+            data = gate_data(rng, scenario(name), cv, gates)
+            logs = np.stack([a - b for a, b in data], axis=1)
+            outcome = engine_outcome(logs, bounds, changes, len(CELLS))
+            passed = (outcome.verdict == PASS).all(axis=1)
+            failed = (outcome.verdict == FAIL).any(axis=1)
+            reps = _gate_reps(outcome, passed, failed).mean()
+            alone = np.zeros(gates, dtype=bool)
+            for i in range(len(CELLS)):
+                single = engine_outcome(
+                    logs[:, i : i + 1], bounds[i : i + 1], changes[i : i + 1], 1
+                )
+                alone |= single.verdict[:, 0] == FAIL
+            rules = [f"{rule_gate_pass(rule, data, CELLS).mean():.1%}" for rule in RULES.values()]
+            lines.append(
+                f"| {name} | {cv:.0%} | {passed.mean():.1%} | {failed.mean():.1%} | "
+                f"{(~passed & ~failed).mean():.1%} | {reps:.1f} | {alone.mean():.1%} | "
+                + " | ".join(rules)
+                + " |"
+            )
+    return lines
+
+
+def _gate_reps(outcome, passed, failed) -> np.ndarray:
+    looks = np.array(plan(len(CELLS)).looks)[outcome.look]
+    fail_at = np.where(outcome.verdict == FAIL, looks, REPS).min(axis=1)
+    return np.where(failed, fail_at, np.where(passed, looks.max(axis=1), REPS))
+
+
+def attempts_table(rng, gates: int) -> list[str]:
+    lines = [
+        "| one clause, true effect | noise CV | engine: ever passes within its 2 attempts | "
+        "engine at the full budget, re-run 10 times | fixed % re-run 10 times | "
+        "Perfherder re-run 10 times | Bencher re-run 10 times |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for reduction, cv in ((25.0, 0.10), (20.0, 0.20), (20.0, 0.10)):
+        capped = _ever_passed(rng, reduction, cv, gates, SPEC.statistics.attempts, split=True)
+        unlimited = _ever_passed(rng, reduction, cv, gates, 10, split=False)
+        rules = []
+        for rule in RULES.values():
+            ever = np.zeros(gates, dtype=bool)
+            for _ in range(10):
+                offload = math.log(1 - reduction / 100) + arm_noise(rng, cv, gates)
+                ever |= rule(offload, arm_noise(rng, cv, gates), 0.75)
+            rules.append(f"{ever.mean():.1%}")
+        lines.append(
+            f"| {reduction:g} % (bar 25 %) | {cv:.0%} | {capped:.1%} | {unlimited:.1%} | "
+            + " | ".join(rules)
+            + " |"
+        )
+    return lines
+
+
+def _ever_passed(rng, reduction, cv, gates, attempts, *, split: bool) -> float:
+    the_plan = SequentialPlan(
+        SPEC.min_repetitions, REPS, SPEC.confidence, attempts=attempts if split else 1, cells=1
+    )
+    ever = np.zeros(gates, dtype=bool)
+    trying = np.ones(gates, dtype=bool)
+    for _ in range(attempts):
+        logs = math.log(1 - reduction / 100) + arm_noise(rng, cv, gates) - arm_noise(rng, cv, gates)
+        margins = clause_margins(logs, "reduction", 0.75)[:, None, :]
+        verdict = decide_cells(margins, the_plan, sd_floor=SPEC.statistics.sd_floor).verdict[:, 0]
+        ever |= trying & (verdict == PASS)
+        trying &= verdict == 0  # a fail ends the engagement's tries at this gate
+    return float(ever.mean())
 
 
 def main() -> None:
@@ -93,14 +219,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     started = time.perf_counter()
-    lines = table(args.gates, args.seed)
-    print("\n".join(lines))
-    looks = ", ".join(
-        f"{n} (alpha {a:.4f})" for n, a in zip(PLAN.looks, PLAN.look_alphas, strict=True)
-    )
+    rng = np.random.default_rng(args.seed)
+    for lines in (
+        clause_table(rng, args.gates),
+        gate_table(rng, args.gates),
+        attempts_table(rng, args.gates),
+    ):
+        print("\n".join(lines), end="\n\n")
+    one = plan(1)
+    looks = ", ".join(f"{n} (t {c:.2f})" for n, c in zip(one.looks, one.pass_critical, strict=True))
     print(
-        f"\nplan looks: {looks}; {args.gates} gates per row, seed {args.seed}, "
-        f"{time.perf_counter() - started:.1f} s"
+        f"plan looks: {looks}; attempts {one.attempts}; {args.gates} gates per row, "
+        f"seed {args.seed}, {time.perf_counter() - started:.1f} s"
     )
 
 

@@ -4,7 +4,14 @@ Reads models only; writes nothing (writers are in gates.services).
 
 from __future__ import annotations
 
-from gates.models import Decision, Gate
+from django.core.cache import cache
+
+from gates.decisions.operating import operating_characteristic
+from gates.models import Decision, Engagement, Gate, GateSpec, Run, Verdict
+
+# Simulated gates per operating characteristic shown: Monte Carlo sd of an 80 % power 0.9 %.
+OC_GATES = 2000
+OC_CACHE_S = 24 * 3600
 
 
 def gate_latest_decision(gate: Gate) -> Decision | None:
@@ -34,3 +41,81 @@ def _clause_row(clause: dict) -> dict:
         "verdict": clause.get("verdict"),
         "cause": clause.get("cause"),
     }
+
+
+def engagement_noise_floor(engagement: Engagement) -> dict | None:
+    """The passed G2's A/A noise: {metric, sd_log_ratio}, or None before G2 passed."""
+    g2 = engagement.gates.filter(kind=Gate.Kind.G2).first()
+    decision = g2 and g2.decisions.filter(kind=Decision.Kind.ENGINE, verdict=Verdict.PASS).first()
+    if decision is None:
+        return None
+    row = next((c for c in decision.clauses if c.get("check") == "noise_floor"), None)
+    sd = row.get("sd_log_ratio") if row else None
+    if not isinstance(sd, (int, float)):
+        return None
+    return {"metric": decision.spec.document["noise_floor"]["metric"], "sd_log_ratio": float(sd)}
+
+
+def gate_operating_characteristic(gate: Gate) -> dict | None:
+    """What the G3 gate's current spec can decide: the table shown before signing."""
+    if gate.kind != Gate.Kind.G3:
+        return None
+    return spec_operating_characteristic(gate.current_spec, gate)
+
+
+def spec_operating_characteristic(spec: GateSpec, gate: Gate) -> dict:
+    """What a G3 spec can decide at the engagement's G2 A/A noise (or the spec's stated CV),
+    with host hours from the gate's last completed run. Cached per spec digest and inputs."""
+    noise = engagement_noise_floor(gate.engagement)
+    sd = noise["sd_log_ratio"] if noise else None
+    hours = gate_hours_per_repetition(gate)
+    key = f"tollgate:oc:{spec.digest}:{sd}:{hours}"
+    found = cache.get(key)
+    if found is None:
+        source = f"the G2 A/A noise of {noise['metric']}" if noise else None
+        found = operating_characteristic(
+            spec.document,
+            sd_log_ratio=sd,
+            noise_source=source,
+            hours_per_repetition=hours,
+            gates=OC_GATES,
+        )
+        cache.set(key, found, OC_CACHE_S)
+    return found
+
+
+def gate_hours_per_repetition(gate: Gate) -> float | None:
+    """Host hours one repetition took in the gate's last completed run (None before one)."""
+    run = (
+        gate.runs.filter(outcome=Run.Outcome.COMPLETED, started_at__isnull=False)
+        .exclude(finished_at=None)
+        .order_by("-finished_at")
+        .first()
+    )
+    repetitions = run and run.measurements.values("repetition").distinct().count()
+    if not repetitions:
+        return None
+    return round((run.finished_at - run.started_at).total_seconds() / 3600 / repetitions, 4)
+
+
+def gate_cell_readouts(gate: Gate) -> list[dict]:
+    """Per G3 cell of the latest decision: the look, the interval on the ratio scale (ends
+    beyond the cap said as unbounded) and each repetition's ratio."""
+    decision = gate_latest_decision(gate)
+    if decision is None or gate.kind != Gate.Kind.G3:
+        return []
+    return [
+        {
+            "metric": cell.get("metric"),
+            "compare": cell.get("compare"),
+            "change": cell.get("change"),
+            "tier": cell.get("tier"),
+            "verdict": cell.get("verdict"),
+            "shown": cell.get("shown"),
+            "repetitions": [
+                {"repetition": pair.get("repetition"), "ratio": pair.get("ratio")}
+                for pair in cell.get("pairs", [])
+            ],
+        }
+        for cell in decision.clauses
+    ]

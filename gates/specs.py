@@ -17,6 +17,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, validators
 
+from gates import spec_statistics
 from runners.adapters import json_limits
 from runners.workloads import DATASET_FIELDS
 
@@ -223,6 +224,8 @@ G3_SCHEMA = _gate(
         ),
     },
 )
+G3_SCHEMA["properties"]["statistics"] = spec_statistics.STATISTICS
+CLAUSE["properties"].update(spec_statistics.CLAIMS)
 G4_SCHEMA = _gate(
     "G4",
     {
@@ -337,7 +340,11 @@ def _g3_errors(document: dict) -> list[FieldError]:
         errors += _compare_errors(f"{where}.compare", clause["compare"], document["arms"])
         errors += _threshold_errors(where, clause)
         errors += _clause_tier_errors(f"{where}.tiers", clause["tiers"], document["tiers"])
-    return errors
+        percentile = METRICS.get(clause["metric"], ("", None))[1]
+        rules = spec_statistics.clause_problems(clause, percentile, document["workload"])
+        errors += [FieldError(f"{where}.{name}", message) for name, message in rules]
+    plan = spec_statistics.repetition_problems(repetitions)
+    return errors + [FieldError(f"repetitions.{name}", message) for name, message in plan]
 
 
 def _compare_errors(field: str, compare: str, arms: dict) -> list[FieldError]:

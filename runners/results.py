@@ -209,6 +209,8 @@ def server_facts(first: dict, last: dict) -> dict:
         "offload_enabled": None if "kv_offloading_size" not in config else bool(offload_size),
         "external_hit_rate": delta["external_prefix_cache_hit_rate"],
         "prefix_cache_hit_rate": delta["prefix_cache_hit_rate"],
+        # Requests the server preempted during the bench: the G3 outlier rule can read them.
+        "preemptions": delta["counters"].get("preemptions"),
         # Two scrapes cannot see the peak; the bench's own max_concurrency is checked instead.
         "peak_running": None,
     }

@@ -100,7 +100,7 @@ def g3_spec(
     *,
     workload: dict | None = None,
     tiers: list[int] | None = None,
-    repetitions: tuple[int, int] = (2, 3),
+    repetitions: tuple[int, int] = (4, 4),
     clauses: list[dict] | None = None,
 ) -> dict:
     document = specs.default_spec("G3")

@@ -2,7 +2,15 @@
 
 from django.urls import path
 
-from gates.api import engagements, hosts, planner, runs, schema, uploads  # noqa: F401 (schema: auth scheme)
+from gates.api import (  # noqa: F401 (schema: auth scheme)
+    engagements,
+    hosts,
+    planner,
+    runs,
+    schema,
+    statistics,
+    uploads,
+)
 
 app_name = "api"
 
@@ -15,6 +23,9 @@ urlpatterns = [
     path("gates/<int:pk>/spec/", engagements.GateSpecApi.as_view(), name="gate-spec"),
     path("gates/<int:pk>/spec/sign/", engagements.GateSpecSignApi.as_view(), name="gate-spec-sign"),
     path("gates/<int:pk>/runs/", runs.GateRunsApi.as_view(), name="gate-runs"),
+    path(
+        "gates/<int:pk>/statistics/", statistics.GateStatisticsApi.as_view(), name="gate-statistics"
+    ),
     path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="run-cancel"),
     path("runs/<int:pk>/measurements/", runs.RunMeasurementsApi.as_view(), name="run-measurements"),

@@ -22,6 +22,7 @@ class Clause:
     change: str
     threshold: float
     tiers: tuple[int, ...]
+    claimed: float | None = None
 
     @property
     def compare(self) -> str:
@@ -45,6 +46,18 @@ class ValidityLimits:
 
 
 @dataclass(frozen=True)
+class StatisticsRules:
+    """The spec's error bookkeeping: attempts the error budget is split over, the floor under
+    a cell's sd of log-ratios, how many disturbed repetitions may be re-run, and the server
+    preemptions in one bench beyond which its repetition counts as disturbed."""
+
+    attempts: int = 1
+    sd_floor: float = 0.0
+    max_reruns: int = 0
+    max_preemptions: int | None = None
+
+
+@dataclass(frozen=True)
 class G3Spec:
     version: int
     arms: dict[str, str]
@@ -54,6 +67,7 @@ class G3Spec:
     confidence: float
     clauses: tuple[Clause, ...]
     validity: ValidityLimits
+    statistics: StatisticsRules = StatisticsRules()
 
 
 def parse_clauses(spec: dict) -> list[Clause]:
@@ -78,6 +92,18 @@ def parse_g3_spec(spec: dict) -> G3Spec:
             float(validity["min_external_hit_rate"]),
             validity["require_kv_exceeds_vram"],
         ),
+        statistics=parse_statistics(spec),
+    )
+
+
+def parse_statistics(spec: dict) -> StatisticsRules:
+    """The spec's statistics rules; a spec written before them keeps per-attempt control."""
+    rules = spec.get("statistics") or {}
+    return StatisticsRules(
+        attempts=rules.get("attempts", 1),
+        sd_floor=float(rules.get("sd_floor", 0.0)),
+        max_reruns=rules.get("outliers", {}).get("max_reruns", 0),
+        max_preemptions=rules.get("outliers", {}).get("max_preemptions"),
     )
 
 
@@ -85,7 +111,17 @@ def _clause(item: dict, index: int, tiers: tuple[int, ...]) -> Clause:
     a, b = item["compare"].split("/")
     threshold = item["at_least"] if item["change"] == "ratio" else item["at_least_pct"]
     chosen = tiers if item["tiers"] == "all" else tuple(item["tiers"])
-    return Clause(index, item["metric"], a, b, item["change"], float(threshold), chosen)
+    claimed = item.get("claimed" if item["change"] == "ratio" else "claimed_pct")
+    return Clause(
+        index,
+        item["metric"],
+        a,
+        b,
+        item["change"],
+        float(threshold),
+        chosen,
+        None if claimed is None else float(claimed),
+    )
 
 
 def change_to_ratio(change: str, value: float) -> float:

@@ -1,5 +1,5 @@
 """G3 performance: every clause at every tier as a paired log-ratio interval against its bar,
-the validity checks before any clause, and the sequential re-run plan.
+the validity checks before any clause, the error budget of the attempt, and the re-run plan.
 Pure: plain data in, JSON-able dicts out; no Django, no I/O.
 """
 
@@ -10,17 +10,18 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from gates.decisions.clauses import Clause, parse_g3_spec, ratio_to_change
+from gates.decisions import readout
+from gates.decisions.clauses import Clause, G3Spec, parse_g3_spec
 from gates.decisions.inference import (
     VERDICT_NAMES,
+    LookOutcome,
     SequentialPlan,
     clause_margins,
-    decide_sequentially,
-    t_interval,
+    decide_cells,
 )
 from gates.decisions.numbers import finite_float, is_number, metric_value
+from gates.decisions.outliers import set_aside_disturbed, set_aside_notes
 from gates.decisions.validity import (
     EvidenceError,
     Measurement,
@@ -29,8 +30,6 @@ from gates.decisions.validity import (
     parse_measurements,
     summarize_unknowns,
 )
-
-_UNITS = {"reduction": " %", "gain": " %", "ratio": "x"}
 
 
 def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
@@ -44,32 +43,43 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
     items = parse_measurements(measurements, parsed)
     facts = parse_context(context)
     checks = check_validity(items, parsed, facts)
-    plan = SequentialPlan(parsed.min_repetitions, parsed.max_repetitions, parsed.confidence)
-    cells = [
-        _decide_cell(clause, tier, items, plan)
-        for clause in parsed.clauses
-        for tier in clause.tiers
+    keys = [(clause, tier) for clause in parsed.clauses for tier in clause.tiers]
+    plan = SequentialPlan(
+        parsed.min_repetitions,
+        parsed.max_repetitions,
+        parsed.confidence,
+        attempts=parsed.statistics.attempts,
+        cells=len(keys),
+    )
+    aside = set_aside_disturbed(checks, parsed.statistics.max_reruns)
+    kept = [item for item in items if item.repetition not in aside]
+    cells = _decide_cells(keys, kept, plan, _sd_floors(parsed, keys, facts))
+    for cell in cells:
+        cell["dropped"] += [f"repetition {rep}: set aside and re-run (disturbed)" for rep in aside]
+    broken = [
+        check["reason"] for check in checks if check["ok"] is False and not check.get("set_aside")
     ]
-    broken = [check["reason"] for check in checks if check["ok"] is False]
-    for cell in cells if broken else []:
-        cell["verdict"], cell["cause"] = (
-            "invalid",
-            "not judged: the measurements broke validity rules",
-        )
-    verdict, reasons = _g3_verdict(cells, broken)
+    spent = _attempts_spent(parsed, facts)
+    for cell in cells if broken or spent else []:
+        cell["verdict"] = "invalid" if broken else "inconclusive"
+        cell["cause"] = "not judged: the measurements broke validity rules" if broken else spent
+    verdict, reasons = _g3_verdict(cells, broken, spent)
     return {
         "gate": "G3",
         "spec_version": parsed.version,
         "verdict": verdict,
         "reasons": reasons,
-        "notes": summarize_unknowns(checks) + _dropped_notes(cells),
+        "notes": summarize_unknowns(checks) + set_aside_notes(aside) + _dropped_notes(cells),
         "clauses": cells,
         "validity": checks,
-        "plan": _next_step(verdict, cells, plan, items),
+        "set_aside": [{"repetition": rep, "reasons": why} for rep, why in aside.items()],
+        "plan": _next_step(verdict, cells, plan, items, spent, reruns=len(aside)),
         "inputs": {
             "arms": parsed.arms,
             "tiers": list(parsed.tiers),
             "plan": plan.as_dict(),
+            "attempt": facts["attempt"],
+            "statistics": asdict(parsed.statistics),
             "validity_limits": asdict(parsed.validity),
             "context": facts,
             "repetitions_seen": sorted({item.repetition for item in items}),
@@ -77,8 +87,47 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
     }
 
 
-def _decide_cell(clause: Clause, tier: int, items: list[Measurement], plan: SequentialPlan) -> dict:
-    pairs, dropped = _pairs(clause, tier, items, plan.max_repetitions)
+def _attempts_spent(parsed: G3Spec, facts: dict) -> str | None:
+    allowed = parsed.statistics.attempts
+    if facts["attempt"] <= allowed:
+        return None
+    return (
+        f"attempt {facts['attempt']} of {allowed} allowed: the spec's error budget is spent "
+        "on earlier attempts, so this one cannot decide"
+    )
+
+
+def _sd_floors(parsed: G3Spec, keys: list[tuple[Clause, int]], facts: dict) -> np.ndarray:
+    """Per cell: the spec's resolution floor, or the G2 A/A noise of the same metric if larger."""
+    noise = facts["noise_floor"]
+    return np.array(
+        [
+            max(
+                parsed.statistics.sd_floor,
+                noise["sd_log_ratio"] if noise and noise["metric"] == clause.metric else 0.0,
+            )
+            for clause, _ in keys
+        ]
+    )
+
+
+def _decide_cells(
+    keys: list[tuple[Clause, int]], items: list[Measurement], plan: SequentialPlan, floors
+) -> list[dict]:
+    found = [_pairs(clause, tier, items, plan.max_repetitions) for clause, tier in keys]
+    counts = np.array([len(pairs) for pairs, _ in found])
+    margins = np.full((1, len(keys), plan.max_repetitions), np.nan)
+    for row, ((clause, _), (pairs, _)) in enumerate(zip(keys, found, strict=True)):
+        logs = np.array([pair["log_ratio"] for pair in pairs])
+        margins[0, row, : len(pairs)] = clause_margins(logs, clause.change, clause.bound_ratio)
+    outcome = decide_cells(margins, plan, sd_floor=floors, counts=counts)
+    return [
+        _cell(clause, tier, pairs, dropped, plan, outcome, row, floors[row])
+        for row, ((clause, tier), (pairs, dropped)) in enumerate(zip(keys, found, strict=True))
+    ]
+
+
+def _cell(clause, tier, pairs, dropped, plan, outcome: LookOutcome, row, floor) -> dict:
     cell = {
         "clause": clause.index,
         "metric": clause.metric,
@@ -89,38 +138,85 @@ def _decide_cell(clause: Clause, tier: int, items: list[Measurement], plan: Sequ
         "better": clause.better,
         "pairs": pairs,
         "dropped": dropped,
+        "sd_floor": float(floor),
+        "repetitions_shown": readout.repetitions_text(pairs),
     }
-    if len(pairs) < 2:
-        cause = f"{len(pairs)} complete pair(s) of {clause.compare}; an interval needs at least 2"
-        return {
-            **cell,
-            **_no_numbers(clause, len(pairs)),
-            "verdict": "inconclusive",
-            "cause": cause,
-        }
-    logs = np.array([pair["log_ratio"] for pair in pairs])
-    verdict, look, alpha, found = _judge(
-        clause_margins(logs, clause.change, clause.bound_ratio), plan
-    )
-    numbers = _numbers(clause, found, look or len(pairs), alpha)
-    if look is None:
-        cause = f"{len(pairs)} complete pairs; the plan's first look is at {plan.looks[0]}"
+    index = int(outcome.look[0, row])
+    if index < 0:
+        return {**cell, **_before_first_look(clause, pairs, plan)}
+    numbers = _numbers(clause, outcome, row, index, plan)
+    verdict = VERDICT_NAMES[int(outcome.verdict[0, row])]
+    cause = _cause(verdict, clause, numbers, plan, len(pairs), outcome, row)
+    return {**cell, **numbers, "verdict": verdict, "cause": cause}
+
+
+def _before_first_look(clause: Clause, pairs: list[dict], plan: SequentialPlan) -> dict:
+    """No interval before the first planned look: the estimate and each repetition instead."""
+    size = len(pairs)
+    # One pair is one measurement, not an estimate: nothing to show but the pair itself.
+    mean = float(np.mean([pair["log_ratio"] for pair in pairs])) if size >= 2 else None
+    ratio = None if mean is None else readout.bounded_ratio(mean)
+    first = plan.looks[0]
+    if size < 2:
+        cause = (
+            f"{size} complete pair(s) of {clause.compare}; an interval needs at least 2 and "
+            f"the plan's first look is at {first}"
+        )
     else:
-        cause = _cause(verdict, clause, numbers, plan, len(pairs))
-    return {**cell, **numbers, "look": look, "verdict": verdict, "cause": cause}
+        cause = (
+            f"no interval before the plan's first look at {first} repetitions; estimate "
+            f"{readout.estimate_text(clause, ratio)} from {size}: "
+            f"{readout.repetitions_text(pairs)}"
+        )
+    return {
+        "estimate": readout.in_units(clause, ratio),
+        "low": None,
+        "high": None,
+        "n": size,
+        "look": None,
+        "confidence_at_look": None,
+        "shown": {
+            "estimate": readout.estimate_text(clause, ratio) if mean is not None else None,
+            "interval": None,
+            "look": f"before the first look (at {first} repetitions)",
+        },
+        "ratio": {"estimate": ratio, "low": None, "high": None, "bound": clause.bound_ratio},
+        "log_ratio": {"mean": mean, "sd": None, "t_quantile": None},
+        "verdict": "inconclusive",
+        "cause": cause,
+    }
 
 
-def _judge(margins: np.ndarray, plan: SequentialPlan) -> tuple[str, int | None, float, list]:
-    """Verdict, deciding look (None before the first), its alpha and (mean, sd, low, high)."""
-    if len(margins) < plan.looks[0]:
-        # Shown for information only: no verdict before the plan's first look.
-        found = [float(value) for value in t_interval(margins, plan.look_alphas[0])]
-        return "inconclusive", None, plan.look_alphas[0], found
-    outcome = decide_sequentially(margins[np.newaxis, :], plan)
-    index = int(outcome.look[0])
-    found = [float(values[0]) for values in (outcome.mean, outcome.sd, outcome.low, outcome.high)]
-    verdict = VERDICT_NAMES[int(outcome.verdict[0])]
-    return verdict, plan.looks[index], plan.look_alphas[index], found
+def _numbers(clause: Clause, outcome: LookOutcome, row: int, index: int, plan) -> dict:
+    """The margin interval at the look turned back into ratio and clause units."""
+    mean, sd, low, high = (
+        float(values[0, row]) for values in (outcome.mean, outcome.sd, outcome.low, outcome.high)
+    )
+    logs = (
+        readout.margin_to_log_ratio(clause, mean),
+        *sorted(readout.margin_to_log_ratio(clause, value) for value in (low, high)),
+    )
+    ratios = [readout.bounded_ratio(value) for value in logs]
+    units = [readout.in_units(clause, ratio) for ratio in ratios]
+    if clause.change == "reduction":  # a reduction falls as the ratio rises
+        units = [units[0], units[2], units[1]]
+    confidence = 1 - plan.look_alphas[index]
+    return {
+        "estimate": units[0],
+        "low": units[1],
+        "high": units[2],
+        "n": plan.looks[index],
+        "look": plan.looks[index],
+        "confidence_at_look": confidence,
+        "shown": {
+            "estimate": readout.estimate_text(clause, ratios[0]),
+            "interval": readout.interval_text(ratios[1], ratios[2]),
+            "look": readout.look_text(index, plan.looks, confidence),
+        },
+        "ratio": dict(zip(("estimate", "low", "high"), ratios, strict=True))
+        | {"bound": clause.bound_ratio},
+        "log_ratio": {"mean": logs[0], "sd": sd, "t_quantile": plan.pass_critical[index]},
+    }
 
 
 def _pairs(
@@ -145,7 +241,9 @@ def _pairs(
             )
             continue
         # log(a) - log(b), not log(a / b): the quotient of extreme values can overflow.
-        pairs.append({"repetition": rep, "a": a, "b": b, "log_ratio": math.log(a) - math.log(b)})
+        log_ratio = math.log(a) - math.log(b)
+        ratio = math.exp(log_ratio) if abs(log_ratio) < 700 else None
+        pairs.append({"repetition": rep, "a": a, "b": b, "log_ratio": log_ratio, "ratio": ratio})
     for pair in pairs[budget:]:
         dropped.append(f"repetition {pair['repetition']}: beyond repetitions.max ({budget})")
     return pairs[:budget], dropped
@@ -161,73 +259,26 @@ def _metric(item: Measurement, name: str) -> float | None:
     return number if number is not None and number > 0 else None
 
 
-def _no_numbers(clause: Clause, size: int) -> dict:
-    empty = {"estimate": None, "low": None, "high": None}
-    return {
-        **empty,
-        "n": size,
-        "confidence_at_look": None,
-        "look": None,
-        "ratio": {**empty, "bound": clause.bound_ratio},
-        "log_ratio": {"mean": None, "sd": None, "t_quantile": None},
-    }
-
-
-def _numbers(clause: Clause, found: list[float], size: int, alpha: float) -> dict:
-    """The margin interval (mean, sd, low, high) turned back into ratio and clause units."""
-    mean, sd, low, high = found
-    bound = math.log(clause.bound_ratio)
-    sign = -1.0 if clause.change == "reduction" else 1.0
-    logs = (sign * mean + bound, *sorted((sign * low + bound, sign * high + bound)))
-    ratios = [_exp(value) for value in logs]
-    units = [_in_units(clause.change, ratio) for ratio in ratios]
-    # Beyond float range in clause units: say unknown for all three rather than mix.
-    estimate, low_unit, high_unit = (
-        (units[0], *sorted(units[1:])) if None not in units else (None, None, None)
-    )
-    ratio = dict(zip(("estimate", "low", "high"), ratios, strict=True))
-    t_quantile = float(stats.t.isf(alpha / 2, size - 1))
-    return {
-        "estimate": estimate,
-        "low": low_unit,
-        "high": high_unit,
-        "n": size,
-        "confidence_at_look": 1 - alpha,
-        "ratio": {**ratio, "bound": clause.bound_ratio},
-        "log_ratio": {"mean": logs[0], "sd": sd, "t_quantile": t_quantile},
-    }
-
-
-def _exp(value: float) -> float | None:
-    # A huge log-ratio overflows exp(); report it as unknown rather than inf (JSON has no inf).
-    try:
-        return math.exp(value)
-    except OverflowError:
-        return None
-
-
-def _in_units(change: str, ratio: float | None) -> float | None:
-    value = None if ratio is None else ratio_to_change(change, ratio)
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _show(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g}"
-
-
-def _cause(verdict: str, clause: Clause, numbers: dict, plan: SequentialPlan, pairs: int) -> str:
-    unit = _UNITS[clause.change]
-    interval = f"[{_show(numbers['low'])}, {_show(numbers['high'])}]{unit}"
-    threshold = f"the threshold {clause.threshold:g}{unit}"
-    confidence = numbers["confidence_at_look"]
-    where = f"at the look after {numbers['n']} repetitions (confidence {confidence:.4f})"
+def _cause(verdict, clause: Clause, numbers, plan, pairs, outcome: LookOutcome, row) -> str:
+    shown = numbers["shown"]
+    interval = f"ratio interval {shown['interval']}"
+    bar = f"the bar {clause.bound_ratio:.4g}x ({readout.units_text(clause, clause.threshold)})"
+    where = shown["look"]
     if verdict == "pass":
-        return f"interval {interval} clears {threshold} {where}"
+        return f"{interval} clears {bar} at {where}"
     if verdict == "fail":
-        return f"interval {interval} lies wholly short of {threshold} {where}"
+        return (
+            f"{interval} lies wholly short of {bar} at {where}, also at the gate-wide fail level "
+            f"(Holm over {plan.cells} cells, critical t {float(outcome.fail_critical[0, row]):.3g})"
+        )
     upcoming = plan.next_look(pairs)
     then = f"next planned look at {upcoming}" if upcoming else "no planned look left"
-    return f"interval {interval} straddles {threshold} {where}; {then}"
+    if float(outcome.high[0, row]) < 0:
+        return (
+            f"{interval} is short of {bar} at {where}, but not at the gate-wide fail level "
+            f"(Holm over {plan.cells} cells); {then}"
+        )
+    return f"{interval} straddles {bar} at {where}; {then}"
 
 
 def _describe(cell: dict) -> str:
@@ -238,9 +289,11 @@ def _dropped_notes(cells: list[dict]) -> list[str]:
     return [f"{_describe(cell)}: {reason}" for cell in cells for reason in cell["dropped"]]
 
 
-def _g3_verdict(cells: list[dict], broken: list[str]) -> tuple[str, list[str]]:
+def _g3_verdict(cells: list[dict], broken: list[str], spent: str | None) -> tuple[str, list[str]]:
     if broken:
         return "invalid", broken
+    if spent:
+        return "inconclusive", [spent]
     failed = [f"{_describe(cell)}: {cell['cause']}" for cell in cells if cell["verdict"] == "fail"]
     if failed:
         return "fail", failed
@@ -252,12 +305,19 @@ def _g3_verdict(cells: list[dict], broken: list[str]) -> tuple[str, list[str]]:
 
 
 def _next_step(
-    verdict: str, cells: list[dict], plan: SequentialPlan, items: list[Measurement]
+    verdict: str,
+    cells: list[dict],
+    plan: SequentialPlan,
+    items: list[Measurement],
+    spent: str | None,
+    *,
+    reruns: int = 0,
 ) -> dict:
-    if verdict != "inconclusive":
-        return {"action": "decide", "more": 0, "reason": f"the gate is decided: {verdict}"}
+    if verdict != "inconclusive" or spent:
+        return {"action": "decide", "more": 0, "reason": spent or f"the gate is decided: {verdict}"}
     done = len({item.repetition for item in items})
-    room = plan.max_repetitions - done
+    # A repetition set aside by the outlier rule is replaced, so it does not use the budget.
+    room = plan.max_repetitions + reruns - done
     needs = [
         upcoming - len(cell["pairs"])
         for cell in cells

@@ -1,5 +1,7 @@
-"""Statistics of a G3 decision: paired log-ratio t intervals, the sequential look plan that splits
-the error budget across looks, and the power estimate. numpy + scipy only; imports no Django.
+"""Statistics of a G3 decision: paired log-ratio t intervals, the pre-declared looks at even
+repetition counts, the walk over a gate's cells (every cell must pass; the fail side is
+controlled over all cells with Holm's step-down), and the power estimate.
+numpy + scipy only; imports no Django.
 """
 
 from __future__ import annotations
@@ -10,33 +12,60 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from gates.decisions.boundaries import METHOD, critical_values
+
 PASS, FAIL, OPEN = 1, -1, 0
 VERDICT_NAMES = {PASS: "pass", FAIL: "fail", OPEN: "inconclusive"}
 PLAN_METHOD = (
-    "looks at min, midpoint and max repetitions; two-sided error budget 1 - confidence spent "
-    "with the O'Brien-Fleming-type function of Lan & DeMets; each look's interval uses the "
-    "increment spent at that look (Bonferroni across looks)"
+    "looks at min, the even midpoint and max repetitions; the two-sided error budget "
+    "(1 - confidence) is split evenly across the spec's attempts; per side, "
+    + METHOD
+    + "; a gate passes only when every cell passes (intersection-union, no correction), and the "
+    "fail side is controlled over all cells with Holm's step-down"
 )
 
 
 @dataclass(frozen=True)
 class SequentialPlan:
-    """The pre-declared looks of a G3 gate and the two-sided alpha each look may use."""
+    """The pre-declared looks of a G3 attempt and the critical values each look uses.
+
+    `attempts` splits the error budget across the attempts a spec allows (a team that re-runs
+    an inconclusive gate spends it); `cells` is the family the fail side is controlled over.
+    """
 
     min_repetitions: int
     max_repetitions: int
     confidence: float
+    attempts: int = 1
+    cells: int = 1
 
     @property
     def looks(self) -> tuple[int, ...]:
-        middle = (self.min_repetitions + self.max_repetitions) // 2
-        return tuple(sorted({self.min_repetitions, middle, self.max_repetitions}))
+        # Even looks: the A B C / C B A order cancels linear drift only over whole pairs.
+        middle = 2 * ((self.min_repetitions + self.max_repetitions) // 4)
+        chosen = {self.min_repetitions, middle, self.max_repetitions}
+        return tuple(sorted(n for n in chosen if self.min_repetitions <= n <= self.max_repetitions))
+
+    @property
+    def alpha(self) -> float:
+        """The two-sided error budget of one attempt."""
+        return (1 - self.confidence) / self.attempts
+
+    @property
+    def pass_critical(self) -> tuple[float, ...]:
+        return critical_values(self.looks, self.max_repetitions, self.alpha / 2)
+
+    def fail_critical(self, open_hypotheses: int) -> tuple[float, ...]:
+        """Critical values of the fail side with `open_hypotheses` cells not yet failed."""
+        return critical_values(self.looks, self.max_repetitions, self.alpha / 2 / open_hypotheses)
 
     @property
     def look_alphas(self) -> tuple[float, ...]:
-        alpha = 1 - self.confidence
-        spent = [spent_alpha(alpha, size / self.max_repetitions) for size in self.looks]
-        return tuple(now - before for before, now in zip([0.0, *spent[:-1]], spent, strict=True))
+        """Each look's pass-side critical value as the alpha of a two-sided t interval."""
+        return tuple(
+            float(2 * stats.t.sf(value, size - 1))
+            for size, value in zip(self.looks, self.pass_critical, strict=True)
+        )
 
     def next_look(self, pairs: int) -> int | None:
         """The first planned look that needs more than `pairs` repetitions, if any is left."""
@@ -47,16 +76,22 @@ class SequentialPlan:
             "min_repetitions": self.min_repetitions,
             "max_repetitions": self.max_repetitions,
             "confidence": self.confidence,
+            "attempts": self.attempts,
+            "attempt_alpha": self.alpha,
+            "cells": self.cells,
             "looks": list(self.looks),
             "look_alphas": list(self.look_alphas),
+            "pass_critical_t": list(self.pass_critical),
+            "first_fail_critical_t": list(self.fail_critical(self.cells)),
             "method": PLAN_METHOD,
         }
 
 
 @dataclass(frozen=True)
 class LookOutcome:
-    """Per row: the verdict code, the index of the deciding (or last reached) look, and the
-    margin interval at that look. Rows that reached no look have look -1 and NaN numbers."""
+    """Per row and cell: the verdict code, the index of the deciding (or last reached) look, and
+    the margin interval at that look; `fail_critical` is the critical t a failed cell crossed.
+    Cells that reached no look have look -1 and NaN numbers."""
 
     verdict: np.ndarray
     look: np.ndarray
@@ -64,22 +99,14 @@ class LookOutcome:
     sd: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    fail_critical: np.ndarray
 
 
-def spent_alpha(alpha: float, fraction: float) -> float:
-    """Cumulative two-sided alpha spent by information fraction `fraction` (0 < fraction <= 1).
-
-    O'Brien-Fleming-type: little at early looks, so a later look keeps most of the budget.
-    """
-    z = stats.norm.isf(alpha / 2)
-    return float(2 * stats.norm.sf(z / math.sqrt(fraction)))
-
-
-def t_interval(samples: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
-    """Mean, sd and the two-sided (1 - alpha) Student t interval along the last axis."""
+def t_interval(samples: np.ndarray, alpha: float, sd_floor: float = 0.0) -> tuple[np.ndarray, ...]:
+    """Mean, sd (at least `sd_floor`) and the two-sided (1 - alpha) t interval, last axis."""
     size = samples.shape[-1]
     mean = samples.mean(axis=-1)
-    sd = samples.std(axis=-1, ddof=1)
+    sd = np.maximum(samples.std(axis=-1, ddof=1), sd_floor)
     half = stats.t.isf(alpha / 2, size - 1) * sd / math.sqrt(size)
     return mean, sd, mean - half, mean + half
 
@@ -93,39 +120,91 @@ def clause_margins(log_ratios: np.ndarray, change: str, bound_ratio: float) -> n
     return sign * (np.asarray(log_ratios, dtype=float) - math.log(bound_ratio))
 
 
-def decide_sequentially(margins: np.ndarray, plan: SequentialPlan) -> LookOutcome:
-    """Walk the planned looks over rows of per-repetition margins, in repetition order.
+def decide_cells(
+    margins: np.ndarray,
+    plan: SequentialPlan,
+    *,
+    sd_floor: float | np.ndarray = 0.0,
+    counts: np.ndarray | None = None,
+) -> LookOutcome:
+    """Walk the planned looks over a gate's cells, shape (rows, cells, repetitions).
 
-    A margin is the log-ratio's distance from the threshold, positive on the passing side. A row
-    passes at the first look whose interval lies wholly at or above 0, fails at the first whose
-    interval lies wholly below 0, and stays open otherwise; later looks do not revisit it.
+    A margin is the log-ratio's distance from the bar, positive on the passing side; `counts`
+    says how many leading repetitions of each cell are real (the rest may be NaN). A cell passes
+    at the first look where its t reaches the pass-side critical value; at each look the open
+    cells whose t lies below minus the fail-side critical value fail in Holm's order (most
+    extreme first, the family shrinking by one with each fail, over all looks). A decided cell
+    keeps its verdict.
     """
-    # Rows are independent gates (the tests and the bench simulate thousands at once); the
-    # engine passes a single row, so both walk the very same code.
-    rows, available = margins.shape
-    verdict = np.full(rows, OPEN)
-    look = np.full(rows, -1)
-    numbers = [np.full(rows, np.nan) for _ in range(4)]
-    for index, (size, alpha) in enumerate(zip(plan.looks, plan.look_alphas, strict=True)):
-        if size > available:
+    rows, cells, available = margins.shape
+    counts = np.full(cells, available) if counts is None else np.asarray(counts)
+    family = max(plan.cells, cells)
+    floors = np.broadcast_to(np.asarray(sd_floor, dtype=float), (cells,))
+    fail_table = np.array([plan.fail_critical(m) for m in range(1, family + 1)])
+    verdict = np.full((rows, cells), OPEN)
+    look = np.full((rows, cells), -1)
+    numbers = [np.full((rows, cells), np.nan) for _ in range(5)]
+    failed = np.zeros(rows, dtype=int)
+    for index, size in enumerate(plan.looks):
+        reached = counts >= size
+        if not reached.any():
             break
-        found = t_interval(margins[:, :size], alpha)
-        still_open = verdict == OPEN
-        for target, values in zip(numbers, found, strict=True):
+        window = np.where(reached[None, :, None], margins[:, :, :size], 0.0)
+        mean = window.mean(axis=-1)
+        sd = np.maximum(window.std(axis=-1, ddof=1), floors)
+        se = sd / math.sqrt(size)
+        critical = plan.pass_critical[index]
+        still_open = (verdict == OPEN) & reached[None, :]
+        found = (mean, sd, mean - critical * se, mean + critical * se)
+        for target, values in zip(numbers, found, strict=False):
             target[still_open] = values[still_open]
         look[still_open] = index
-        verdict[still_open & (found[2] >= 0)] = PASS
-        verdict[still_open & (found[3] < 0)] = FAIL
+        verdict[still_open & (mean >= critical * se)] = PASS
+        with np.errstate(divide="ignore", invalid="ignore"):  # sd 0 with no floor: t is +-inf
+            t_values = np.where(verdict == OPEN, mean / se, np.inf)
+        t_values[:, ~reached] = np.inf
+        _holm_fail(t_values, fail_table[:, index], family, failed, verdict, numbers[4])
     return LookOutcome(verdict, look, *numbers)
 
 
-def pass_probability(size: int, alpha: float, margin: float, sd: float) -> float:
-    """Chance that one t interval of `size` pairs lies wholly on the side of a true `margin`."""
+def _holm_fail(
+    t_values: np.ndarray,
+    thresholds: np.ndarray,
+    family: int,
+    failed: np.ndarray,
+    verdict: np.ndarray,
+    used: np.ndarray,
+) -> None:
+    """Holm's step-down at one look: fail the most extreme open cell while it crosses the
+    critical value for the hypotheses still standing; `failed` counts fails so far per row."""
+    rows = np.arange(t_values.shape[0])
+    for _ in range(t_values.shape[1]):
+        worst = np.argmin(t_values, axis=1)
+        value = t_values[rows, worst]
+        standing = np.clip(family - failed, 1, family)
+        limit = thresholds[standing - 1]
+        crossing = value <= -limit  # +inf marks a cell not standing; NaN never crosses
+        if not crossing.any():
+            return
+        hit_rows, hit_cells = rows[crossing], worst[crossing]
+        verdict[hit_rows, hit_cells] = FAIL
+        used[hit_rows, hit_cells] = limit[crossing]
+        t_values[hit_rows, hit_cells] = np.inf
+        failed += crossing
+
+
+def decide_sequentially(margins: np.ndarray, plan: SequentialPlan) -> LookOutcome:
+    """One cell per row, shape (rows, repetitions): decide_cells with a family of plan.cells."""
+    outcome = decide_cells(margins[:, np.newaxis, :], plan)
+    return LookOutcome(*(values[:, 0] for values in vars(outcome).values()))
+
+
+def pass_probability(size: int, critical: float, margin: float, sd: float) -> float:
+    """Chance that one t statistic of `size` pairs reaches `critical` on the side of `margin`."""
     if margin == 0:
         return 0.0
     if sd <= 0:
         return 1.0
-    critical = stats.t.isf(alpha / 2, size - 1)
     return float(stats.nct.sf(critical, size - 1, abs(margin) * math.sqrt(size) / sd))
 
 
@@ -139,18 +218,19 @@ def repetitions_needed(
     power: float = 0.9,
     limit: int = 100,
 ) -> int | None:
-    """The smallest repetitions.max whose final look alone decides with at least `power`.
+    """The smallest even repetitions.max whose final look alone decides with at least `power`.
 
     A true ratio on the passing side of the bound is then shown to pass, one on the failing
-    side to fail. Errs on the safe side: early looks add chances to decide. None when `limit` is not
-    enough (or the true ratio sits exactly on the bound, which no budget can decide).
+    side to fail (one cell, one attempt). Errs on the safe side: early looks add chances to
+    decide. None when `limit` is not enough (or the true ratio sits exactly on the bound).
     """
     if true_ratio <= 0 or bound_ratio <= 0 or not math.isfinite(sd_log_ratio) or sd_log_ratio < 0:
         raise ValueError("ratios must be positive and the noise a finite non-negative number")
     margin = math.log(true_ratio) - math.log(bound_ratio)
-    # The final look's alpha shrinks as the budget grows (earlier looks spend some), so scan.
-    for budget in range(max(min_repetitions, 2), limit + 1):
-        plan = SequentialPlan(max(min_repetitions, 2), budget, confidence)
-        if pass_probability(budget, plan.look_alphas[-1], margin, sd_log_ratio) >= power:
+    first = max(min_repetitions, 2)
+    # The final look's critical value changes as the budget grows (earlier looks spend), so scan.
+    for budget in range(first + first % 2, limit + 1, 2):
+        plan = SequentialPlan(first, budget, confidence)
+        if pass_probability(budget, plan.pass_critical[-1], margin, sd_log_ratio) >= power:
             return budget
     return None

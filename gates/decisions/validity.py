@@ -37,6 +37,7 @@ class Measurement:
     repetition: int
     metrics: dict
     server: dict
+    raw_sha256: str | None = None
 
     @property
     def label(self) -> str:
@@ -58,14 +59,31 @@ def parse_measurements(raw: Any, spec: G3Spec) -> list[Measurement]:
 
 
 def parse_context(raw: Any) -> dict:
+    """What the engine knows beyond the measurements: the KV planner's verdict, which attempt
+    of the gate this is (1 when not said) and the G2 A/A noise floor (or None)."""
     if raw is None:
-        return {"kv_exceeds_vram": None}
+        raw = {}
     if not isinstance(raw, dict):
         raise EvidenceError("context", "must be an object or null")
     flag = raw.get("kv_exceeds_vram")
     if flag is not None and not isinstance(flag, bool):
         raise EvidenceError("context.kv_exceeds_vram", "must be true, false or null")
-    return {"kv_exceeds_vram": flag}
+    attempt = raw.get("attempt", 1)
+    if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+        raise EvidenceError("context.attempt", "must be a positive integer")
+    return {"kv_exceeds_vram": flag, "attempt": attempt, "noise_floor": _noise(raw)}
+
+
+def _noise(raw: dict) -> dict | None:
+    noise = raw.get("noise_floor")
+    if noise is None:
+        return None
+    if not isinstance(noise, dict) or not isinstance(noise.get("metric"), str):
+        raise EvidenceError("context.noise_floor", "must be {metric, sd_log_ratio} or null")
+    sd = read_number(noise, "sd_log_ratio", "context.noise_floor")
+    if sd is None or sd < 0:
+        raise EvidenceError("context.noise_floor.sd_log_ratio", "must be a non-negative number")
+    return {"metric": noise["metric"], "sd_log_ratio": sd}
 
 
 def read_number(container: dict, key: str, field: str) -> float | None:
@@ -81,6 +99,7 @@ def read_number(container: dict, key: str, field: str) -> float | None:
 def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict) -> list[dict]:
     """Every validity check, one dict each; `ok` is True, False (invalid) or None (unknown)."""
     checks = [_kv_check(spec, context)] if spec.validity.require_kv_exceeds_vram else []
+    checks.extend(_duplicate_raw_checks(measurements))
     for item in measurements:
         checks.extend(
             [
@@ -92,6 +111,8 @@ def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict)
         )
         if item.kind == "offload":
             checks.append(_hit_rate_check(item, spec.validity.min_external_hit_rate))
+        if spec.statistics.max_preemptions is not None:
+            checks.append(_preemption_check(item, spec.statistics.max_preemptions))
     return checks
 
 
@@ -127,7 +148,10 @@ def _parse_measurement(item: Any, i: int, spec: G3Spec) -> Measurement:
     server = item.get("server")
     if server is not None and not isinstance(server, dict):
         raise EvidenceError(f"{where}.server", "must be an object or null")
-    return Measurement(i, arm, spec.arms[arm], tier, repetition, metrics, server or {})
+    raw_sha256 = item.get("raw_sha256")
+    if raw_sha256 is not None and not isinstance(raw_sha256, str):
+        raise EvidenceError(f"{where}.raw_sha256", "must be a string or null")
+    return Measurement(i, arm, spec.arms[arm], tier, repetition, metrics, server or {}, raw_sha256)
 
 
 def _integer(value: Any, field: str) -> int:
@@ -248,3 +272,29 @@ def _kv_check(spec: G3Spec, context: dict) -> dict:
         else "the KV working set fits in VRAM, so offload is never exercised"
     )
     return _check("kv_exceeds_vram", None, flag, True, flag, why)
+
+
+def _duplicate_raw_checks(measurements: list[Measurement]) -> list[dict]:
+    """Two cells backed by the same raw file (same SHA-256) measured nothing twice: a copied
+    result gives zero spread and false certainty, so the run is invalid, naming both."""
+    first_seen: dict[str, Measurement] = {}
+    checks = []
+    for item in measurements:
+        if item.raw_sha256 is None:
+            continue
+        earlier = first_seen.setdefault(item.raw_sha256, item)
+        if earlier is not item:
+            why = (
+                f"the same raw result file (SHA-256 {item.raw_sha256[:12]}) as {earlier.label}: "
+                "a duplicated measurement"
+            )
+            checks.append(_check("duplicate_raw", item, item.raw_sha256, "unique", False, why))
+    return checks
+
+
+def _preemption_check(item: Measurement, limit: int) -> dict:
+    count = read_count(item.server, "preemptions", f"measurements[{item.index}].server")
+    if count is None:
+        return _check("preemptions", item, None, limit, None, "preemptions not reported")
+    why = f"the server preempted {count:g} requests (limit {limit})"
+    return _check("preemptions", item, count, limit, count <= limit, why)

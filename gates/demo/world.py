@@ -131,7 +131,7 @@ def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
     g3 = specs.default_spec("G3")
     g3["workload"] = dict(plan.workload)
     g3["tiers"] = list(plan.tiers)
-    g3["repetitions"] = {"min": 2, "max": 6}
+    g3["repetitions"] = {"min": 4, "max": 8}
     # The template's c=8 and c=16 throughput clauses move to this demo's lower and upper tier.
     for clause in g3["clauses"]:
         if clause["tiers"] != "all":

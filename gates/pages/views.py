@@ -16,6 +16,7 @@ from gates.errors import ServiceError
 from gates.health import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run
 from gates.pages import dashboards
+from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import gate_clauses
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
@@ -85,6 +86,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and hosts.exists(),
             "can_review": viewer.can("gate.review") and gate.stop_loss_review,
             "dashboard": dashboards.gate_dashboard(gate),
+            "statistics": g3_statistics(gate),
         },
     )
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from gates.decisions import decide_gate
 from gates.models import Run
 from gates.planner.spec_check import spec_workload_exceeds_vram
+from gates.selectors import spec_operating_characteristic
+from gates.services.attempts import g3_decision_context
 from gates.services.runs import GateNotRunnableError, decision_record
 from runners.plans import AA_ARMS, HIT_ARM
 
@@ -35,6 +37,12 @@ def run_evaluate(run: Run) -> Evaluation:
     if plan.get("action") == "run" and plan.get("more", 0) > 0:
         seen = max(result["inputs"]["repetitions_seen"], default=0)
         return Evaluation(decided=False, more=plan["more"], first=seen + 1)
+    if spec["gate"] == "G3":
+        # Into the evidence: what this spec could decide at the noise known when it decided.
+        result = {
+            **result,
+            "operating_characteristic": spec_operating_characteristic(run.spec, run.gate),
+        }
     decision = decision_record(run_id=run.pk, result=result)
     return Evaluation(decided=True, verdict=decision.verdict if decision else None)
 
@@ -42,7 +50,10 @@ def run_evaluate(run: Run) -> Evaluation:
 def run_decision_context(run: Run) -> dict:
     """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
     exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
-    return {"kv_exceeds_vram": exceeds}
+    context = {"kv_exceeds_vram": exceeds}
+    if run.spec.document["gate"] == "G3":
+        context.update(g3_decision_context(run.gate))
+    return context
 
 
 def run_g3_measurements(run: Run) -> list[dict]:
@@ -53,8 +64,9 @@ def run_g3_measurements(run: Run) -> list[dict]:
             "repetition": m.repetition,
             "metrics": m.metrics,
             "server": m.server,
+            "raw_sha256": m.artifact.sha256 if m.artifact else None,
         }
-        for m in run.measurements.order_by("repetition", "tier", "arm")
+        for m in run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
     ]
 
 

@@ -26,6 +26,7 @@ from gates.errors import (
 from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
 from gates.services import pokes
 from gates.services.alerts import alert_enqueue
+from gates.services.attempts import gate_attempts_exhausted, gate_check_attempts_left
 from gates.services.audit import Actor, audit_record
 from gates.services.cleanup import host_require_clean
 from gates.services.engagements import gate_move, gate_open_next
@@ -109,6 +110,7 @@ def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
             + (" (stop-loss review)" if gate.stop_loss_review else ""),
             field="gate",
         )
+    gate_check_attempts_left(gate)
     if source == Run.Source.REMOTE and host is None:
         raise ServiceError("a run on a host needs a host", field="host")
     if host is not None and host.organization_id != gate.engagement.organization_id:
@@ -267,13 +269,16 @@ def _after_verdict(gate: Gate, decision: Decision) -> None:
         gate_open_next(gate)
         return
     if decision.verdict != Verdict.FAIL:
+        if gate_attempts_exhausted(gate, decision.spec.document):
+            gate.stop_loss_review = True
+            gate.save(update_fields=["stop_loss_review"])
         return
     verdicts = list(
         gate.decisions.filter(kind=Decision.Kind.ENGINE).values_list("verdict", flat=True)
     )
     max_attempts = decision.spec.document.get("stop_loss", {}).get("max_attempts", 1)
     review = stop_loss_review(verdicts, max_attempts)
-    if review["review"]:
+    if review["review"] or gate_attempts_exhausted(gate, decision.spec.document):
         gate.stop_loss_review = True
         gate.save(update_fields=["stop_loss_review"])
     _alert_gate_failed(gate, decision, review["failures"], max_attempts)

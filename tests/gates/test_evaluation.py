@@ -46,7 +46,8 @@ def test_an_evaluation_fetches_the_kv_planner_context_itself(
     Engagement.objects.filter(pk=engagement.pk).update(kv_plan=LLAMA_8X80)
     run = open_run(actor, vendor_viewer, engagement, host, "G3")
     services.RunSession.claim_dispatched(run.pk).evaluate()
-    assert spy == [("G3", list, {"kv_exceeds_vram": True})]
+    # The first attempt, and no G2 noise floor yet (the fixture's G2 has no engine decision).
+    assert spy == [("G3", list, {"kv_exceeds_vram": True, "attempt": 1, "noise_floor": None})]
 
 
 def test_a_g4_run_is_never_judged_by_another_gate_s_engine(spy, engagement):
@@ -62,3 +63,14 @@ def test_a_g4_run_is_never_judged_by_another_gate_s_engine(spy, engagement):
     with pytest.raises(services.GateNotRunnableError):
         evaluation.run_evaluate(run)
     assert not spy and not Decision.objects.exists()
+
+
+def test_a_g3_decision_carries_the_spec_s_operating_characteristic_into_the_evidence(
+    spy, actor, vendor_viewer, engagement, host
+):
+    run = open_run(actor, vendor_viewer, engagement, host, "G3")
+    services.RunSession.claim_dispatched(run.pk).evaluate()
+    result = run.gate.decisions.get().result
+    oc = result["operating_characteristic"]
+    assert oc["available"] and oc["noise"]["source"] == "the spec's stated CV 10 %"
+    assert oc["plan"]["looks"] == [4, 6, 8] and oc["warnings"]

@@ -195,12 +195,12 @@ def test_a_spec_only_the_old_engine_checks_accepted_is_refused(mutate, field):
 
 def test_a_spec_at_the_validators_limits_is_decided():
     document = spec_with(
-        "G3", lambda d: d.update(repetitions={"min": 3, "max": 50}, tiers=list(range(1, 17)))
+        "G3", lambda d: d.update(repetitions={"min": 4, "max": 50}, tiers=list(range(1, 17)))
     )
     assert validate_spec("G3", document) == []
     result = decide_gate(document, [], {"kv_exceeds_vram": True})
     assert result["verdict"] == "inconclusive"
-    assert result["inputs"]["plan"]["looks"] == [3, 26, 50]
+    assert result["inputs"]["plan"]["looks"] == [4, 26, 50]
     assert result["inputs"]["tiers"] == list(range(1, 17))
 
 

@@ -125,7 +125,7 @@ def g3_upload_gate(actor, vendor_viewer, engagement, host):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
     gate = engagement.gates.get(kind="G3")
     document = specs.default_spec("G3")
-    document.update(tiers=[8], repetitions={"min": 2, "max": 2})
+    document.update(tiers=[8], repetitions={"min": 4, "max": 4})
     document["arms"] = {"baseline": "resident", "offload": "offload"}
     document["clauses"] = [
         {
@@ -160,7 +160,7 @@ def test_a_g3_upload_needs_every_cell_then_decides_with_intervals(
 ):
     gate = g3_upload_gate(actor, vendor_viewer, engagement, host)
     run = upload_run(api, gate)
-    for repetition in (1, 2):
+    for repetition in (1, 2, 3, 4):
         for arm in ("baseline", "offload"):
             response = upload_cell(api, run["id"], arm, repetition)
             assert response.status_code == 201, response.json()
@@ -191,7 +191,7 @@ def test_an_offload_arm_whose_server_ran_without_offload_is_invalid_not_failed(
 ):
     gate = g3_upload_gate(actor, vendor_viewer, engagement, host)
     run = upload_run(api, gate)
-    for repetition in (1, 2):
+    for repetition in (1, 2, 3, 4):
         for arm in ("baseline", "offload"):
             upload_cell(
                 api, run["id"], arm, repetition, offload_label_says=b'kv_offloading_size="None"'

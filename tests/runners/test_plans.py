@@ -36,6 +36,9 @@ def test_g3_interleaves_the_arms_and_reverses_every_other_repetition():
         "baseline",
         "offload",
         "recompute",
+        "recompute",
+        "offload",
+        "baseline",
     ]
 
 

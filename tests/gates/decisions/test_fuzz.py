@@ -85,8 +85,9 @@ def assert_well_formed(result: dict) -> None:
     assert result["plan"]["action"] in ("decide", "run")
     for cell in result["clauses"]:
         assert cell["verdict"] in VERDICTS and cell["cause"]
-        if cell["low"] is not None:
-            assert cell["low"] <= cell["estimate"] <= cell["high"]
+        # An end beyond the readable cap is None ("unbounded"); the others stay in order.
+        shown = [cell[key] for key in ("low", "estimate", "high") if cell[key] is not None]
+        assert shown == sorted(shown)
 
 
 @settings(max_examples=400, deadline=None)

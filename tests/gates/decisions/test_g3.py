@@ -32,7 +32,7 @@ def g3_spec(clauses: list[dict] | None = None, **changes) -> dict:
         },
         "arms": {"baseline": "resident", "offload": "offload", "recompute": "recompute"},
         "tiers": [8],
-        "repetitions": {"min": 3, "max": 8},
+        "repetitions": {"min": 4, "max": 8},
         "confidence": 0.90,
         "clauses": clauses
         or [
@@ -93,7 +93,7 @@ def only_cell(result: dict) -> dict:
 
 
 def test_it_passes_when_the_whole_interval_clears_the_threshold():
-    result = decide_g3(g3_spec(), paired([0.60, 0.62, 0.59]), CONTEXT)
+    result = decide_g3(g3_spec(), paired([0.60, 0.62, 0.59, 0.61]), CONTEXT)
     cell = only_cell(result)
     assert result["verdict"] == "pass"
     assert cell["verdict"] == "pass"
@@ -102,10 +102,10 @@ def test_it_passes_when_the_whole_interval_clears_the_threshold():
 
 
 def test_it_fails_when_the_whole_interval_misses_the_threshold():
-    result = decide_g3(g3_spec(), paired([0.95, 0.97, 0.96]), CONTEXT)
+    result = decide_g3(g3_spec(), paired([0.95, 0.97, 0.96, 0.96]), CONTEXT)
     assert result["verdict"] == "fail"
     assert only_cell(result)["high"] < 25
-    assert "short of the threshold 25" in result["reasons"][0]
+    assert "short of the bar 0.75x (25 %)" in result["reasons"][0]
 
 
 def test_it_is_inconclusive_when_the_interval_straddles_the_threshold():
@@ -115,17 +115,17 @@ def test_it_is_inconclusive_when_the_interval_straddles_the_threshold():
     assert cell["low"] < 25 < cell["high"]
     assert result["plan"] == {
         "action": "run",
-        "more": 3,
-        "reason": "1 clause cell(s) undecided after 5 repetition(s); run 3 more",
+        "more": 1,
+        "reason": "1 clause cell(s) undecided after 5 repetition(s); run 1 more",
     }
 
 
 def test_the_interval_is_scipys_t_interval_on_the_log_ratios_at_the_looks_confidence():
-    ratios = [0.61, 0.66, 0.58, 0.70, 0.64]
+    ratios = [0.61, 0.66, 0.58, 0.70, 0.64, 0.62]
     result = decide_g3(g3_spec(), paired(ratios), CONTEXT)
     cell = only_cell(result)
     logs = np.log(ratios)[: cell["n"]]
-    assert cell["look"] == cell["n"] == 5  # too wide at the first look with this spread
+    assert cell["look"] == cell["n"] == 6  # too wide at the first look with this spread
     low, high = stats.ttest_1samp(logs, 0).confidence_interval(cell["confidence_at_look"])
     assert cell["ratio"]["low"] == pytest.approx(math.exp(low))
     assert cell["ratio"]["high"] == pytest.approx(math.exp(high))
@@ -150,21 +150,20 @@ def test_a_gain_and_a_ratio_clause_report_in_their_own_units():
             "tiers": "all",
         },
     ]
-    result = decide_g3(g3_spec(clauses), paired([0.60, 0.62, 0.59]), CONTEXT)
+    ratios = [0.6, 0.62, 0.59, 0.61]
+    result = decide_g3(g3_spec(clauses), paired(ratios), CONTEXT)
     gain, ratio = result["clauses"]
     # throughput is 1e6/ttft here, so a 0.6 TTFT ratio is a +67 % throughput gain
-    assert gain["estimate"] == pytest.approx(
-        100 * (1 / np.exp(np.log([0.6, 0.62, 0.59]).mean()) - 1)
-    )
+    assert gain["estimate"] == pytest.approx(100 * (1 / np.exp(np.log(ratios).mean()) - 1))
     assert gain["better"] == "higher" and gain["verdict"] == "pass"
-    assert ratio["estimate"] == pytest.approx(1 / np.exp(np.log([0.6, 0.62, 0.59]).mean()))
+    assert ratio["estimate"] == pytest.approx(1 / np.exp(np.log(ratios).mean()))
     assert ratio["better"] == "lower" and ratio["verdict"] == "pass"
 
 
 def test_a_cell_decided_at_an_early_look_keeps_that_verdict_with_more_data():
-    ratios = [0.60, 0.61, 0.59, 0.74, 0.76]  # later pairs alone would straddle 0.75
+    ratios = [0.60, 0.61, 0.59, 0.60, 0.74, 0.76]  # later pairs alone would straddle 0.75
     cell = only_cell(decide_g3(g3_spec(), paired(ratios), CONTEXT))
-    assert cell["verdict"] == "pass" and cell["look"] == 3 and len(cell["pairs"]) == 5
+    assert cell["verdict"] == "pass" and cell["look"] == 4 and len(cell["pairs"]) == 6
 
 
 def test_every_number_needed_to_recompute_is_in_the_result_and_it_is_strict_json():
@@ -224,12 +223,12 @@ def test_a_kv_working_set_that_fits_in_vram_is_invalid_when_the_spec_requires_ot
 
 
 def test_unknown_server_state_is_said_but_does_not_invalidate():
-    rows = paired([0.60, 0.62, 0.59])
+    rows = paired([0.60, 0.62, 0.59, 0.61])
     for row in rows:
         row["server"] = None
     result = decide_g3(g3_spec(), rows, None)
     assert result["verdict"] == "pass"
-    assert "arm_config unknown for 3 measurement(s) of arm offload" in result["notes"]
+    assert "arm_config unknown for 4 measurement(s) of arm offload" in result["notes"]
     assert "kv_exceeds_vram unknown (not invalidating)" in result["notes"]
 
 
@@ -245,13 +244,16 @@ def test_a_missing_arm_is_inconclusive_with_the_reason():
 def test_a_single_pair_is_inconclusive_and_the_plan_asks_for_the_first_look():
     result = decide_g3(g3_spec(), paired([0.5]), CONTEXT)
     assert result["verdict"] == "inconclusive"
-    assert result["plan"]["action"] == "run" and result["plan"]["more"] == 2
+    assert result["plan"]["action"] == "run" and result["plan"]["more"] == 3
 
 
-def test_two_pairs_report_an_interval_but_wait_for_the_first_planned_look():
-    cell = only_cell(decide_g3(g3_spec(), paired([0.5, 0.5001]), CONTEXT))
-    assert cell["verdict"] == "inconclusive" and cell["estimate"] is not None
-    assert "first look is at 3" in cell["cause"]
+def test_two_pairs_show_the_estimate_and_each_repetition_but_no_interval_before_the_first_look():
+    cell = only_cell(decide_g3(g3_spec(), paired([0.5, 0.52]), CONTEXT))
+    assert cell["verdict"] == "inconclusive" and cell["estimate"] == pytest.approx(49, abs=0.1)
+    assert cell["low"] is None and cell["high"] is None and cell["shown"]["interval"] is None
+    assert "first look at 4 repetitions" in cell["cause"]
+    assert "r1 0.5x, r2 0.52x" in cell["cause"]
+    assert cell["shown"]["look"] == "before the first look (at 4 repetitions)"
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -5.0, 0.0, None])
@@ -289,14 +291,14 @@ def test_the_plan_stops_as_soon_as_any_clause_fails():
             "tiers": "all",
         },
     ]
-    result = decide_g3(g3_spec(clauses), paired([0.70, 0.80, 0.74]), CONTEXT)
+    result = decide_g3(g3_spec(clauses), paired([0.70, 0.80, 0.74, 0.76]), CONTEXT)
     assert [cell["verdict"] for cell in result["clauses"]] == ["inconclusive", "fail"]
     assert result["verdict"] == "fail"
     assert result["plan"]["action"] == "decide"
 
 
 def test_the_plan_never_asks_beyond_the_budget():
-    spec = g3_spec(repetitions={"min": 3, "max": 8})
+    spec = g3_spec(repetitions={"min": 4, "max": 8})
     rows = paired([0.70, 0.80, 0.74, 0.78, 0.72, 0.75])  # 6 done, next look 8
     assert decide_g3(spec, rows, CONTEXT)["plan"]["more"] == 2
     rows = paired([0.70, 0.80, 0.74, 0.78, 0.72, 0.75, 0.77, 0.73])
@@ -308,11 +310,11 @@ def test_a_missing_repetition_shifts_the_look_and_the_plan_counts_complete_pairs
     rows = paired([0.70, 0.80, 0.74, 0.78, 0.72])
     rows = [row for row in rows if not (row["arm"] == "offload" and row["repetition"] == 5)]
     result = decide_g3(g3_spec(), rows, CONTEXT)
-    assert only_cell(result)["look"] == 3
+    assert only_cell(result)["look"] == 4
     assert result["plan"] == {
         "action": "run",
-        "more": 1,
-        "reason": "1 clause cell(s) undecided after 5 repetition(s); run 1 more",
+        "more": 2,
+        "reason": "1 clause cell(s) undecided after 5 repetition(s); run 2 more",
     }
 
 
@@ -390,7 +392,7 @@ def test_a_real_run_at_its_concurrency_passes_validity():
             "metrics": good,
             "server": {**ARM_SERVER[arm], "external_hit_rate": 0.5},
         }
-        for rep in (1, 2, 3)
+        for rep in (1, 2, 3, 4)
         for arm in ("baseline", "offload")
     ]
     result = decide_g3(g3_spec(tiers=[2]), rows, CONTEXT)

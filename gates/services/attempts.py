@@ -1,0 +1,59 @@
+"""A G3 gate's attempts: how many have spent its error budget, refusing one beyond the spec's
+cap, and what the engine needs to know about them (which attempt, the G2 noise floor).
+
+The spec splits its error budget across `statistics.attempts` (docs/decisions.md), so an
+attempt that reached a clause verdict (pass, fail or inconclusive) spends its share whatever
+the spec version; invalid and infra_error attempts tested nothing and spend none.
+"""
+
+from __future__ import annotations
+
+from gates.errors import ServiceError
+from gates.models import Decision, Gate, Verdict
+from gates.selectors import engagement_noise_floor
+
+SPENDING = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
+
+
+class AttemptsSpentError(ServiceError):
+    """The spec's attempts are spent: another run could only pass by luck."""
+
+    code = "attempts_spent"
+    status = 409
+
+
+def gate_attempts_spent(gate: Gate) -> int:
+    """Engine decisions of this gate that reached a clause verdict."""
+    return gate.decisions.filter(kind=Decision.Kind.ENGINE, verdict__in=SPENDING).count()
+
+
+def gate_attempts_allowed(document: dict) -> int | None:
+    """The spec's cap on attempts; None where it states none (a spec written before it)."""
+    if document.get("gate") != "G3":
+        return None
+    return (document.get("statistics") or {}).get("attempts")
+
+
+def gate_check_attempts_left(gate: Gate) -> None:
+    allowed = gate_attempts_allowed(gate.current_spec.document)
+    spent = gate_attempts_spent(gate)
+    if allowed is not None and spent >= allowed:
+        raise AttemptsSpentError(
+            f"{gate.kind} has used {spent} of the {allowed} attempts its spec allows: the error "
+            "budget is spent (a vendor admin may stop the engagement or waive the gate)",
+            field="statistics.attempts",
+        )
+
+
+def gate_attempts_exhausted(gate: Gate, document: dict) -> bool:
+    """No attempt left and none passed: the gate goes to stop-loss review like a spent fail."""
+    allowed = gate_attempts_allowed(document)
+    return allowed is not None and gate_attempts_spent(gate) >= allowed
+
+
+def g3_decision_context(gate: Gate) -> dict:
+    """Which attempt this is, and the engagement's G2 A/A noise (the floor under G3's sd)."""
+    return {
+        "attempt": gate_attempts_spent(gate) + 1,
+        "noise_floor": engagement_noise_floor(gate.engagement),
+    }
