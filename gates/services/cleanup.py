@@ -40,7 +40,8 @@ class CleanupJob:
 
 def host_cleanup_record(*, run: Run, leftovers: HostLeftovers, problem: str) -> HostCleanup:
     """Record (or refresh) the pending cleanup of a run that ends while its host is away.
-    Called while the run still holds the lease, so no other run can lease the host between."""
+    A failing run records it while it still holds the lease, so no other run can lease the
+    host in between; a run that ended normally had its servers stopped by its plan already."""
     cleanup, _ = HostCleanup.objects.update_or_create(
         run=run,
         defaults={
