@@ -58,9 +58,11 @@ def host_cleanup_record(*, run: Run, leftovers: HostLeftovers, problem: str) -> 
 
 
 def host_cleanups_due() -> list[int]:
-    """Pending cleanups no live janitor holds, oldest first."""
+    """Pending cleanups no live janitor holds; the least tried first, so a host that stays
+    away for days never starves a fresh cleanup of the janitor's time."""
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=timezone.now())
-    due = HostCleanup.objects.filter(free, done_at__isnull=True).order_by("created_at", "id")
+    due = HostCleanup.objects.filter(free, done_at__isnull=True)
+    due = due.order_by("attempts", "created_at", "id")
     return list(due.values_list("id", flat=True))
 
 
