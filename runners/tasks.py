@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import tempfile
+import time
 from pathlib import Path
 
 from celery import shared_task
@@ -123,8 +124,12 @@ def _transport(plan: RunPlan | services.CleanupJob) -> Transport:
 
 @shared_task(name="runners.clean_hosts")
 def clean_hosts() -> None:
-    """The janitor: retry each pending host cleanup until the run's processes are gone."""
+    """The janitor: retry each pending host cleanup until the run's processes are gone. One
+    beat's work is bounded (an unreachable host costs a connect timeout); the rest waits."""
+    deadline = time.monotonic() + settings.TOLLGATE_TASK_BUDGET_S
     for cleanup_id in services.host_cleanups_due():
+        if time.monotonic() > deadline:
+            break
         try:
             job = services.host_cleanup_claim(cleanup_id=cleanup_id)
         except (RunnerError, services.ServiceError) as error:  # e.g. an undecryptable key

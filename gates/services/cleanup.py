@@ -40,7 +40,8 @@ class CleanupJob:
 
 def host_cleanup_record(*, run: Run, leftovers: HostLeftovers, problem: str) -> HostCleanup:
     """Record (or refresh) the pending cleanup of a run that ends while its host is away.
-    Called while the run still holds the lease, so no other run can lease the host between."""
+    A failing run records it while it still holds the lease, so no other run can lease the
+    host in between; a run that ended normally had its servers stopped by its plan already."""
     cleanup, _ = HostCleanup.objects.update_or_create(
         run=run,
         defaults={
@@ -57,9 +58,11 @@ def host_cleanup_record(*, run: Run, leftovers: HostLeftovers, problem: str) -> 
 
 
 def host_cleanups_due() -> list[int]:
-    """Pending cleanups no live janitor holds, oldest first."""
+    """Pending cleanups no live janitor holds; the least tried first, so a host that stays
+    away for days never starves a fresh cleanup of the janitor's time."""
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=timezone.now())
-    due = HostCleanup.objects.filter(free, done_at__isnull=True).order_by("created_at", "id")
+    due = HostCleanup.objects.filter(free, done_at__isnull=True)
+    due = due.order_by("attempts", "created_at", "id")
     return list(due.values_list("id", flat=True))
 
 

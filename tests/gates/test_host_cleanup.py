@@ -119,3 +119,19 @@ def test_a_directory_without_the_runs_marker_is_never_removed(ended_run, run_dir
     pending(ended_run, run_dir)
     tasks.clean_hosts()
     assert run_dir.exists() and HostCleanup.objects.get().done_at is not None
+
+
+def test_the_least_tried_cleanup_comes_first_and_a_beat_stops_at_its_budget(
+    actor, vendor_viewer, engagement, customer_org, ended_run, run_dir, tmp_path, settings
+):
+    chronic = pending(ended_run, run_dir)
+    HostCleanup.objects.filter(pk=chronic.pk).update(attempts=40)  # a host away for days
+    other_host = local_simhost(customer_org, tmp_path / "other", name="sim-other")
+    gate = engagement.gates.get(kind="G1")
+    fresh_run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=other_host)
+    fresh = pending(fresh_run, run_dir.parent / "run-2-0123abcd")
+    assert services.host_cleanups_due() == [fresh.pk, chronic.pk]
+    settings.TOLLGATE_TASK_BUDGET_S = -1  # already spent: the beat leaves everything for later
+    tasks.clean_hosts()
+    attempts = HostCleanup.objects.order_by("pk").values_list("attempts", flat=True)
+    assert list(attempts) == [40, 0]  # nothing was tried
