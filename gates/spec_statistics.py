@@ -16,6 +16,7 @@ STATISTICS = {
         "sd_floor": {"type": "number", "minimum": 0, "maximum": 1},
         "noise_cv_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 200},
         "min_power": {"type": "number", "minimum": 0, "maximum": 0.99},
+        "require_power": {"type": "boolean"},
         "outliers": {
             "type": "object",
             "properties": {

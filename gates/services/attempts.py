@@ -1,5 +1,6 @@
 """A G3 gate's attempts: how many have spent its error budget, refusing one beyond the spec's
-cap, and what the engine needs to know about them (which attempt, the G2 noise floor).
+cap (or, when the spec requires it, one its operating characteristic says cannot reach the
+wanted power), and what the engine needs to know (which attempt, the G2 noise floor).
 
 The spec splits its error budget across `statistics.attempts` (docs/decisions.md), so an
 attempt that reached a clause verdict (pass, fail or inconclusive) spends its share whatever
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from gates.errors import ServiceError
 from gates.models import Decision, Gate, Verdict
-from gates.selectors import engagement_noise_floor
+from gates.selectors import engagement_noise_floor, gate_operating_characteristic
 
 SPENDING = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
 
@@ -42,6 +43,34 @@ def gate_check_attempts_left(gate: Gate) -> None:
             f"{gate.kind} has used {spent} of the {allowed} attempts its spec allows: the error "
             "budget is spent (a vendor admin may stop the engagement or waive the gate)",
             field="statistics.attempts",
+        )
+
+
+class UnderpoweredSpecError(ServiceError):
+    """The spec requires power at its claims that it cannot reach at the measured noise."""
+
+    code = "underpowered"
+    status = 409
+
+
+def gate_check_power(gate: Gate) -> None:
+    """With `statistics.require_power`, refuse an attempt whose gate would pass less often than
+    `min_power` with every clause at its claimed effect (the operating characteristic)."""
+    rules = gate.current_spec.document.get("statistics") or {}
+    if gate.kind != Gate.Kind.G3 or not rules.get("require_power"):
+        return
+    found = gate_operating_characteristic(gate)
+    if not found or not found["available"]:
+        raise UnderpoweredSpecError(
+            "the spec requires power but no noise is known (run G2 or state noise_cv_pct)",
+            field="statistics.require_power",
+        )
+    power, wanted = found["gate"]["at_claims"]["pass"], found["min_power"]
+    if power < wanted:
+        raise UnderpoweredSpecError(
+            f"at the measured noise the gate passes {power:.0%} of the time with every clause at "
+            f"its claimed effect; the spec requires {wanted:.0%}",
+            field="statistics.require_power",
         )
 
 

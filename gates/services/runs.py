@@ -26,7 +26,11 @@ from gates.errors import (
 from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
 from gates.services import pokes
 from gates.services.alerts import alert_enqueue
-from gates.services.attempts import gate_attempts_exhausted, gate_check_attempts_left
+from gates.services.attempts import (
+    gate_attempts_exhausted,
+    gate_check_attempts_left,
+    gate_check_power,
+)
 from gates.services.audit import Actor, audit_record
 from gates.services.cleanup import host_require_clean
 from gates.services.engagements import gate_move, gate_open_next
@@ -111,6 +115,7 @@ def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
             field="gate",
         )
     gate_check_attempts_left(gate)
+    gate_check_power(gate)
     if source == Run.Source.REMOTE and host is None:
         raise ServiceError("a run on a host needs a host", field="host")
     if host is not None and host.organization_id != gate.engagement.organization_id:

@@ -9,6 +9,7 @@ from gates.errors import IllegalTransitionError
 from gates.models import Gate, Run
 from gates.services.attempts import (
     AttemptsSpentError,
+    UnderpoweredSpecError,
     g3_decision_context,
     gate_attempts_spent,
     gate_check_attempts_left,
@@ -56,3 +57,28 @@ def test_spending_the_last_attempt_without_a_pass_opens_review_and_refuses_anoth
             actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
         )
     assert gate.runs.count() == 2
+
+
+def test_a_spec_that_requires_power_it_cannot_reach_refuses_the_run_and_writes_nothing(
+    actor, vendor_viewer, engagement
+):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    document = gate.current_spec.document
+    document["statistics"]["require_power"] = True  # the template's claims sit on its bars
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    with pytest.raises(UnderpoweredSpecError) as refused:
+        services.run_create(
+            actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+        )
+    assert refused.value.field == "statistics.require_power" and "requires 80%" in str(
+        refused.value
+    )
+    assert not gate.runs.exists()
+    for clause in document["clauses"]:  # claims far beyond the bars: the gate can show them
+        key = "claimed" if clause["change"] == "ratio" else "claimed_pct"
+        clause[key] = clause.get("at_least", 0) * 3 or min(clause["at_least_pct"] * 2.4, 80)
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+    )
