@@ -29,6 +29,9 @@ def _clause_row(clause: dict) -> dict:
     return {
         "metric": clause.get("metric") or clause.get("check"),
         "tiers": clause.get("tiers", clause.get("tier")),
+        # G3 cells say what they compare and how, so a CI report can read "TTFT p50 reduction".
+        "compare": clause.get("compare"),
+        "change": clause.get("change"),
         "threshold": threshold if isinstance(threshold, (int, float)) else None,
         **numbers,
         "verdict": clause.get("verdict"),

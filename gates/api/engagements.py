@@ -84,6 +84,8 @@ class EngagementDetailApi(APIView):
 class ClauseSerializer(serializers.Serializer):
     metric = serializers.CharField()
     tiers = serializers.JSONField()
+    compare = serializers.CharField(allow_null=True, required=False)
+    change = serializers.CharField(allow_null=True, required=False)
     threshold = serializers.FloatField(allow_null=True)
     estimate = serializers.FloatField(allow_null=True)
     low = serializers.FloatField(allow_null=True)
