@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError
 from gates.models import Engagement, Gate, GateSpec, Organization
 from gates.selectors import gate_clauses
@@ -56,6 +57,7 @@ class EngagementListApi(APIView):
         engagements = visible(Engagement, viewer).select_related("organization")
         return Response(EngagementSerializer(engagements.prefetch_related("gates"), many=True).data)
 
+    @idempotent
     @extend_schema(request=InputSerializer, responses={201: EngagementSerializer})
     def post(self, request):
         viewer = viewer_for_request(request)

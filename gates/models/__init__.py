@@ -5,6 +5,7 @@ from gates.models.choices import Verdict
 from gates.models.engagements import Engagement, Gate, GateSpec
 from gates.models.health import ServiceHeartbeat
 from gates.models.hosts import Host, Profile
+from gates.models.idempotency import IdempotencyKey
 from gates.models.outcomes import Alert, Decision
 from gates.models.runs import Artifact, Measurement, Run, RunStep, SoakSample
 from gates.models.tenancy import ApiToken, Membership, Organization
@@ -19,6 +20,7 @@ __all__ = [
     "Gate",
     "GateSpec",
     "Host",
+    "IdempotencyKey",
     "Measurement",
     "Membership",
     "Organization",
