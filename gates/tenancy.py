@@ -75,13 +75,14 @@ ROLE_ACTIONS = {
         "run.start",
         "run.cancel",
         "host.manage",
+        "token.manage",
         "alert.ack",
     },
     Role.CUSTOMER_OWNER: {"spec.sign", "run.start", "run.cancel", "token.manage", "alert.ack"},
     Role.CUSTOMER_VIEWER: set(),
 }
 # What a token may do, on top of its creator's role: "run" is the write scope for automation;
-# signing needs "sign"; stop-loss review and token management are never done by a token.
+# signing needs "sign"; managing tokens needs "tokens"; stop-loss review is never a token's.
 SCOPE_ACTIONS = {
     ApiToken.Scope.READ: set(),
     ApiToken.Scope.RUN: {
@@ -93,6 +94,7 @@ SCOPE_ACTIONS = {
         "alert.ack",
     },
     ApiToken.Scope.SIGN: {"spec.sign"},
+    ApiToken.Scope.TOKENS: {"token.manage"},
 }
 
 
@@ -189,3 +191,14 @@ def get_visible_or_404(model_or_queryset, viewer: Viewer, **lookup) -> Model:
         model_or_queryset if isinstance(model_or_queryset, type) else model_or_queryset.model
     ).DoesNotExist as missing:
         raise Http404("not found") from missing
+
+
+def manageable_tokens(viewer: Viewer) -> QuerySet:
+    """The API tokens this viewer may list and revoke: its own organization's, vendor staff
+    included (tokens are credentials, not data to oversee); a bound token sees its engagement's."""
+    if viewer.user is None or not viewer.can("token.manage"):
+        return ApiToken.objects.none()
+    tokens = ApiToken.objects.filter(organization_id__in=viewer.organization_ids)
+    if viewer.engagement_id is not None:
+        tokens = tokens.filter(engagement_id=viewer.engagement_id)
+    return tokens

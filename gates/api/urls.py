@@ -3,6 +3,7 @@
 from django.urls import path
 
 from gates.api import engagements, hosts, planner, runs, schema, uploads  # noqa: F401 (schema: auth scheme)
+from gates.api.tokens import TokenDetailApi, TokenListApi
 
 app_name = "api"
 
@@ -26,4 +27,6 @@ urlpatterns = [
     path("hosts/<int:pk>/", hosts.HostDetailApi.as_view(), name="host-detail"),
     path("hosts/<int:pk>/check/", hosts.HostCheckApi.as_view(), name="host-check"),
     path("planner/", planner.PlannerApi.as_view(), name="planner"),
+    path("tokens/", TokenListApi.as_view(), name="token-list"),
+    path("tokens/<int:pk>/", TokenDetailApi.as_view(), name="token-detail"),
 ]
