@@ -4,7 +4,9 @@ Reads models only; writes nothing (writers are in gates.services).
 
 from __future__ import annotations
 
-from gates.models import Decision, Gate
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from gates.models import Decision, Gate, GateSpec
 
 
 def gate_latest_decision(gate: Gate) -> Decision | None:
@@ -18,9 +20,24 @@ def gate_clauses(gate: Gate) -> list[dict]:
     G3 rows are clause x tier cells; G1/G2 rows are checks, named by `metric` too.
     """
     decision = gate_latest_decision(gate)
-    if decision is None:
-        return []
-    return [_clause_row(clause) for clause in decision.clauses]
+    return clause_rows(decision.clauses if decision is not None else [])
+
+
+def gates_with_latest(queryset: QuerySet) -> QuerySet:
+    """Gates annotated with `latest_spec_version` and `latest_engine_clauses`, in one query: a
+    CI client polls a gate for hours (bench/api_speed.py; tests/gates/test_api_queries.py)."""
+    specs = GateSpec.objects.filter(gate=OuterRef("pk")).order_by("-version")
+    decisions = Decision.objects.filter(gate=OuterRef("pk"), kind=Decision.Kind.ENGINE).order_by(
+        *Decision._meta.ordering
+    )
+    return queryset.annotate(
+        latest_spec_version=Subquery(specs.values("version")[:1]),
+        latest_engine_clauses=Subquery(decisions.values("clauses")[:1]),
+    )
+
+
+def clause_rows(clauses: list[dict]) -> list[dict]:
+    return [_clause_row(clause) for clause in clauses]
 
 
 def _clause_row(clause: dict) -> dict:

@@ -108,6 +108,7 @@ class Viewer:
     roles: frozenset[str] = field(default_factory=frozenset)
     engagement_id: int | None = None
     token: ApiToken | None = None
+    memberships: tuple[Membership, ...] = field(default=(), repr=False, compare=False)
 
     def can(self, action: str) -> bool:
         allowed = set().union(*(ROLE_ACTIONS[Role(role)] for role in self.roles))
@@ -126,21 +127,23 @@ class Viewer:
 def viewer_for_user(user) -> Viewer:
     if user is None or not user.is_authenticated or not user.is_active:
         return Viewer(user=None)
-    memberships = list(Membership.objects.filter(user=user).select_related("organization"))
+    memberships = tuple(Membership.objects.filter(user=user).select_related("organization"))
     return Viewer(
         user=user,
         is_vendor=any(m.organization.is_vendor for m in memberships),
         organization_ids=frozenset(m.organization_id for m in memberships),
         roles=frozenset(m.role for m in memberships),
+        memberships=memberships,
     )
 
 
 def viewer_for_token(token: ApiToken) -> Viewer:
     base = viewer_for_user(token.created_by)
-    in_org = [
-        m.role
-        for m in Membership.objects.filter(user=token.created_by, organization=token.organization)
-    ]
+    if base.user is None:
+        return base
+    # The creator's roles in the token's organization only; read from the memberships
+    # viewer_for_user loaded (one query per request: tests/gates/test_api_queries.py pins it).
+    in_org = [m.role for m in base.memberships if m.organization_id == token.organization_id]
     return Viewer(
         user=token.created_by,
         is_vendor=token.organization.is_vendor and base.is_vendor,

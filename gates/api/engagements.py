@@ -11,7 +11,7 @@ from gates import services
 from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError
 from gates.models import Engagement, Gate, GateSpec, Organization
-from gates.selectors import gate_clauses
+from gates.selectors import clause_rows, gates_with_latest
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
 
@@ -110,10 +110,10 @@ class GateDetailApi(APIView):
 
     @extend_schema(responses=OutputSerializer)
     def get(self, request, pk: int):
-        gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
-        spec = gate.current_spec
-        gate.spec_version = spec.version if spec else None
-        gate.clauses = gate_clauses(gate)
+        gates = gates_with_latest(Gate.objects.all())
+        gate = get_visible_or_404(gates, viewer_for_request(request), pk=pk)
+        gate.spec_version = gate.latest_spec_version
+        gate.clauses = clause_rows(gate.latest_engine_clauses or [])
         return Response(self.OutputSerializer(gate).data)
 
 
