@@ -225,3 +225,16 @@ def test_without_a_token_it_says_how_to_give_one(live_server):
         timeout=30,
     )
     assert result.returncode == 4 and "TOLLGATE_TOKEN" in result.stderr
+
+
+def test_a_start_retried_with_its_idempotency_key_gets_the_first_run(
+    live_server, token, engagement, host
+):
+    gate = str(engagement.gates.get(kind="G1").pk)
+    args = ("start", gate, "--host", host.name, "--idempotency-key", "gh-4711")
+    first, again = ci(live_server, token, *args), ci(live_server, token, *args)
+    run = Run.objects.get()
+    assert first.returncode == again.returncode == 0, again.stderr
+    assert f"run {run.pk} started" in first.stdout and f"run {run.pk} started" in again.stdout
+    other = ci(live_server, token, "start", gate, "--host", host.name)
+    assert other.returncode != 0 and Run.objects.count() == 1, "a fresh key is a new start"
