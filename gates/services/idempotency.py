@@ -25,6 +25,11 @@ class IdempotencyKeyReusedError(ServiceError):
     status = 422
 
 
+class IdempotencyKeyBusyError(ServiceError):
+    code = "idempotency_key_busy"
+    status = 409
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     status_code: int
@@ -59,7 +64,8 @@ def idempotency_claim(*, owner: str, key: str, fingerprint: str) -> StoredRespon
                 "this key was used with another request in the last 24 h", field=HEADER
             )
         return StoredResponse(stored.status_code, _body(stored))
-    raise IdempotencyKeyReusedError("the key is being claimed concurrently; retry", field=HEADER)
+    # Twice inserted and twice gone again (expired and purged in between): rare; let them retry.
+    raise IdempotencyKeyBusyError("the key is being claimed concurrently; retry", field=HEADER)
 
 
 def idempotency_store(
