@@ -5,6 +5,7 @@ Reads models only; writes nothing (writers are in gates.services).
 from __future__ import annotations
 
 from django.core.cache import cache
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from gates.decisions.operating import operating_characteristic
 from gates.models import Decision, Engagement, Gate, GateSpec, Run, Verdict
@@ -25,9 +26,24 @@ def gate_clauses(gate: Gate) -> list[dict]:
     G3 rows are clause x tier cells; G1/G2 rows are checks, named by `metric` too.
     """
     decision = gate_latest_decision(gate)
-    if decision is None:
-        return []
-    return [_clause_row(clause) for clause in decision.clauses]
+    return clause_rows(decision.clauses if decision is not None else [])
+
+
+def gates_with_latest(queryset: QuerySet) -> QuerySet:
+    """Gates annotated with `latest_spec_version` and `latest_engine_clauses`, in one query: a
+    CI client polls a gate for hours (bench/api_speed.py; tests/gates/test_api_queries.py)."""
+    specs = GateSpec.objects.filter(gate=OuterRef("pk")).order_by("-version")
+    decisions = Decision.objects.filter(gate=OuterRef("pk"), kind=Decision.Kind.ENGINE).order_by(
+        *Decision._meta.ordering
+    )
+    return queryset.annotate(
+        latest_spec_version=Subquery(specs.values("version")[:1]),
+        latest_engine_clauses=Subquery(decisions.values("clauses")[:1]),
+    )
+
+
+def clause_rows(clauses: list[dict]) -> list[dict]:
+    return [_clause_row(clause) for clause in clauses]
 
 
 def _clause_row(clause: dict) -> dict:
@@ -36,6 +52,9 @@ def _clause_row(clause: dict) -> dict:
     return {
         "metric": clause.get("metric") or clause.get("check"),
         "tiers": clause.get("tiers", clause.get("tier")),
+        # G3 cells say what they compare and how, so a CI report can read "TTFT p50 reduction".
+        "compare": clause.get("compare"),
+        "change": clause.get("change"),
         "threshold": threshold if isinstance(threshold, (int, float)) else None,
         **numbers,
         "verdict": clause.get("verdict"),

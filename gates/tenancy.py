@@ -75,13 +75,14 @@ ROLE_ACTIONS = {
         "run.start",
         "run.cancel",
         "host.manage",
+        "token.manage",
         "alert.ack",
     },
     Role.CUSTOMER_OWNER: {"spec.sign", "run.start", "run.cancel", "token.manage", "alert.ack"},
     Role.CUSTOMER_VIEWER: set(),
 }
 # What a token may do, on top of its creator's role: "run" is the write scope for automation;
-# signing needs "sign"; stop-loss review and token management are never done by a token.
+# signing needs "sign"; managing tokens needs "tokens"; stop-loss review is never a token's.
 SCOPE_ACTIONS = {
     ApiToken.Scope.READ: set(),
     ApiToken.Scope.RUN: {
@@ -93,6 +94,7 @@ SCOPE_ACTIONS = {
         "alert.ack",
     },
     ApiToken.Scope.SIGN: {"spec.sign"},
+    ApiToken.Scope.TOKENS: {"token.manage"},
 }
 
 
@@ -106,6 +108,7 @@ class Viewer:
     roles: frozenset[str] = field(default_factory=frozenset)
     engagement_id: int | None = None
     token: ApiToken | None = None
+    memberships: tuple[Membership, ...] = field(default=(), repr=False, compare=False)
 
     def can(self, action: str) -> bool:
         allowed = set().union(*(ROLE_ACTIONS[Role(role)] for role in self.roles))
@@ -124,21 +127,23 @@ class Viewer:
 def viewer_for_user(user) -> Viewer:
     if user is None or not user.is_authenticated or not user.is_active:
         return Viewer(user=None)
-    memberships = list(Membership.objects.filter(user=user).select_related("organization"))
+    memberships = tuple(Membership.objects.filter(user=user).select_related("organization"))
     return Viewer(
         user=user,
         is_vendor=any(m.organization.is_vendor for m in memberships),
         organization_ids=frozenset(m.organization_id for m in memberships),
         roles=frozenset(m.role for m in memberships),
+        memberships=memberships,
     )
 
 
 def viewer_for_token(token: ApiToken) -> Viewer:
     base = viewer_for_user(token.created_by)
-    in_org = [
-        m.role
-        for m in Membership.objects.filter(user=token.created_by, organization=token.organization)
-    ]
+    if base.user is None:
+        return base
+    # The creator's roles in the token's organization only; read from the memberships
+    # viewer_for_user loaded (one query per request: tests/gates/test_api_queries.py pins it).
+    in_org = [m.role for m in base.memberships if m.organization_id == token.organization_id]
     return Viewer(
         user=token.created_by,
         is_vendor=token.organization.is_vendor and base.is_vendor,
@@ -189,3 +194,14 @@ def get_visible_or_404(model_or_queryset, viewer: Viewer, **lookup) -> Model:
         model_or_queryset if isinstance(model_or_queryset, type) else model_or_queryset.model
     ).DoesNotExist as missing:
         raise Http404("not found") from missing
+
+
+def manageable_tokens(viewer: Viewer) -> QuerySet:
+    """The API tokens this viewer may list and revoke: its own organization's, vendor staff
+    included (tokens are credentials, not data to oversee); a bound token sees its engagement's."""
+    if viewer.user is None or not viewer.can("token.manage"):
+        return ApiToken.objects.none()
+    tokens = ApiToken.objects.filter(organization_id__in=viewer.organization_ids)
+    if viewer.engagement_id is not None:
+        tokens = tokens.filter(engagement_id=viewer.engagement_id)
+    return tokens

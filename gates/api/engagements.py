@@ -8,9 +8,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError
 from gates.models import Engagement, Gate, GateSpec, Organization
-from gates.selectors import gate_clauses
+from gates.selectors import clause_rows, gates_with_latest
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
@@ -59,6 +60,7 @@ class EngagementListApi(APIView):
         engagements = visible(Engagement, viewer).select_related("organization")
         return Response(EngagementSerializer(engagements.prefetch_related("gates"), many=True).data)
 
+    @idempotent
     @extend_schema(request=InputSerializer, responses={201: EngagementSerializer})
     def post(self, request):
         viewer = viewer_for_request(request)
@@ -87,6 +89,8 @@ class EngagementDetailApi(APIView):
 class ClauseSerializer(serializers.Serializer):
     metric = serializers.CharField()
     tiers = serializers.JSONField()
+    compare = serializers.CharField(allow_null=True, required=False)
+    change = serializers.CharField(allow_null=True, required=False)
     threshold = serializers.FloatField(allow_null=True)
     estimate = serializers.FloatField(allow_null=True)
     low = serializers.FloatField(allow_null=True)
@@ -109,10 +113,10 @@ class GateDetailApi(APIView):
 
     @extend_schema(responses=OutputSerializer)
     def get(self, request, pk: int):
-        gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
-        spec = gate.current_spec
-        gate.spec_version = spec.version if spec else None
-        gate.clauses = gate_clauses(gate)
+        gates = gates_with_latest(Gate.objects.all())
+        gate = get_visible_or_404(gates, viewer_for_request(request), pk=pk)
+        gate.spec_version = gate.latest_spec_version
+        gate.clauses = clause_rows(gate.latest_engine_clauses or [])
         return Response(self.OutputSerializer(gate).data)
 
 

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError, NotFoundError, ServiceError
 from gates.models import Host, Organization, Profile
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
@@ -80,6 +81,7 @@ class HostListApi(APIView):
         hosts = visible(Host, viewer).select_related("organization", "profile")
         return Response(HostSerializer(hosts, many=True).data)
 
+    @idempotent
     @extend_schema(request=InputSerializer, responses={201: HostSerializer})
     def post(self, request):
         viewer = _require_host_rights(request)

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.api.idempotency import idempotent
 from gates.errors import NotFoundError
 from gates.models import Gate, Host, Measurement, Run, SoakSample
 from gates.tenancy import get_visible_or_404, viewer_for_request
@@ -102,6 +103,7 @@ class GateRunsApi(APIView):
         runs = gate.runs.select_related("spec", "host")
         return Response(RunSerializer(runs, many=True).data)
 
+    @idempotent
     @extend_schema(request={"application/json": RUN_START_SCHEMA}, responses={202: RunSerializer})
     def post(self, request, pk: int):
         viewer = viewer_for_request(request)

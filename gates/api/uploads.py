@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.api.idempotency import idempotent
 from gates.api.runs import RunSerializer
 from gates.errors import ServiceError
 from gates.models import Run
@@ -53,6 +54,7 @@ class UploadSerializer(serializers.Serializer):
 class RunResultsApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
+    @idempotent
     @extend_schema(request=UploadSerializer, responses={201: RunSerializer})
     def post(self, request, pk: int):
         viewer = viewer_for_request(request)
@@ -72,6 +74,7 @@ class RunResultsApi(APIView):
 
 
 class RunDecideApi(APIView):
+    @idempotent
     @extend_schema(
         request=None,
         responses={200: inline_serializer("DecideResult", {"verdict": serializers.CharField()})},

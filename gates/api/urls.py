@@ -11,6 +11,7 @@ from gates.api import (  # noqa: F401 (schema: auth scheme)
     statistics,
     uploads,
 )
+from gates.api.tokens import TokenDetailApi, TokenListApi
 
 app_name = "api"
 
@@ -37,4 +38,6 @@ urlpatterns = [
     path("hosts/<int:pk>/", hosts.HostDetailApi.as_view(), name="host-detail"),
     path("hosts/<int:pk>/check/", hosts.HostCheckApi.as_view(), name="host-check"),
     path("planner/", planner.PlannerApi.as_view(), name="planner"),
+    path("tokens/", TokenListApi.as_view(), name="token-list"),
+    path("tokens/<int:pk>/", TokenDetailApi.as_view(), name="token-detail"),
 ]

@@ -5,6 +5,7 @@ from gates.models.choices import Verdict
 from gates.models.engagements import Engagement, Gate, GateSpec
 from gates.models.health import ServiceHeartbeat
 from gates.models.hosts import Host, HostCleanup, Profile
+from gates.models.idempotency import IdempotencyKey
 from gates.models.outcomes import Alert, Decision
 from gates.models.runs import Artifact, Measurement, Run, RunStep, SoakSample
 from gates.models.tenancy import ApiToken, Membership, Organization
@@ -20,6 +21,7 @@ __all__ = [
     "GateSpec",
     "Host",
     "HostCleanup",
+    "IdempotencyKey",
     "Measurement",
     "Membership",
     "Organization",

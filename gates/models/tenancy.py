@@ -64,6 +64,7 @@ class ApiToken(models.Model):
         READ = "read"
         RUN = "run"
         SIGN = "sign"
+        TOKENS = "tokens"
 
     organization = models.ForeignKey(
         Organization, on_delete=models.CASCADE, related_name="api_tokens"

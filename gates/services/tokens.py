@@ -30,6 +30,10 @@ def api_token_create(
     unknown = sorted(set(scopes) - set(ApiToken.Scope.values))
     if unknown or not scopes:
         raise ServiceError(f"scopes must be among {ApiToken.Scope.values}", field="scopes")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ServiceError("the expiry must be in the future", field="expires_at")
+    if viewer.token is not None:
+        _check_within_minting_token(viewer.token, scopes, engagement, expires_at)
     if (
         engagement is not None
         and engagement.organization_id != organization.id
@@ -72,3 +76,25 @@ def api_token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
             detail={"prefix": token.prefix},
         )
     return token
+
+
+def _check_within_minting_token(
+    minting: ApiToken,
+    scopes: list[str],
+    engagement: Engagement | None,
+    expires_at: datetime | None,
+) -> None:
+    """A token that mints a token can only hand on what it holds itself: no wider scopes, no
+    other engagement, no longer life. Otherwise a leaked `tokens` token would be a master key."""
+    wider = sorted(set(scopes) - set(minting.scopes))
+    if wider:
+        raise NotAllowedError(f"this token may not grant scopes it lacks: {wider}")
+    if minting.engagement_id is not None and (
+        engagement is None or engagement.id != minting.engagement_id
+    ):
+        raise NotAllowedError("this token may only create tokens for its own engagement")
+    if minting.expires_at is not None and (expires_at is None or expires_at > minting.expires_at):
+        raise ServiceError(
+            f"must expire by this token's own expiry, {minting.expires_at.isoformat()}",
+            field="expires_at",
+        )

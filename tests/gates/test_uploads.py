@@ -220,3 +220,20 @@ def pass_gate(actor, viewer, engagement, kind, host):
     )
     services.run_claim(run_id=run.pk)
     services.decision_record(run_id=run.pk, result={"verdict": "pass", "clauses": []})
+
+
+def test_a_retried_upload_with_its_idempotency_key_is_recorded_once(api, engagement):
+    run = upload_run(api, engagement.gates.get(kind="G1"))
+    url = reverse("api:run-results", args=[run["id"]])
+
+    def upload(content: bytes):
+        fields = {"kind": "probe", "probe": "vllm_version"}
+        fields["file"] = SimpleUploadedFile("version.txt", content)
+        return api.post(url, fields, format="multipart", HTTP_IDEMPOTENCY_KEY="up-1")
+
+    first, again = upload(b"0.25.1\n"), upload(b"0.25.1\n")
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert Artifact.objects.filter(run_id=run["id"]).count() == 1
+    # Same fields, another file: the body's file content is part of what the key promises.
+    assert upload(b"0.26.0\n").status_code == 422

@@ -19,7 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="the member the token acts for")
         parser.add_argument("--org", required=True, help="organization slug")
         parser.add_argument("--name", required=True, help="what the token is for, e.g. ci")
-        parser.add_argument("--scopes", default="read", help="comma-separated: read,run,sign")
+        parser.add_argument(
+            "--scopes", default="read", help="comma-separated: read,run,sign,tokens"
+        )
         parser.add_argument("--engagement", type=int, help="limit the token to one engagement")
         parser.add_argument("--days", type=int, default=90, help="expiry in days (0: never)")
 

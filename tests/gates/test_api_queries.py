@@ -1,0 +1,46 @@
+"""Queries per request on the API's hot read, pinned (bench/api_speed.py measures its speed):
+a CI client polls GET /api/v1/gates/{id}/ for hours, so a query added here costs every poll."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from gates import services
+from tests.gates.test_tenancy import token_client
+
+pytestmark = pytest.mark.django_db
+
+# The token; the creator's memberships with their organizations; the gate with its current
+# spec version and latest engine decision as subqueries. last_used_at is written at most once
+# a minute, not per request.
+GATE_DETAIL_QUERIES = 3
+
+
+def decide(actor, viewer, gate, host, cells: int) -> None:
+    run = services.run_create(actor=actor, viewer=viewer, gate=gate, host=host)
+    services.run_claim(run_id=run.pk)
+    clauses = [{"check": f"check_{index}", "verdict": "pass"} for index in range(cells)]
+    services.decision_record(run_id=run.pk, result={"verdict": "pass", "clauses": clauses})
+
+
+@pytest.mark.parametrize("cells", [0, 1, 40])
+def test_a_gate_read_by_token_costs_a_fixed_number_of_queries(
+    django_assert_num_queries,
+    vendor_admin,
+    vendor_org,
+    actor,
+    vendor_viewer,
+    engagement,
+    host,
+    cells,
+):
+    gate = engagement.gates.get(kind="G1")
+    if cells:
+        decide(actor, vendor_viewer, gate, host, cells)
+    api = token_client(vendor_admin, vendor_org)
+    url = reverse("api:gate-detail", args=[gate.pk])
+    assert api.get(url).status_code == 200  # the first use also stamps last_used_at
+    with django_assert_num_queries(GATE_DETAIL_QUERIES):
+        response = api.get(url)
+    assert response.status_code == 200 and len(response.json()["clauses"]) == cells
