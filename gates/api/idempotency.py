@@ -28,9 +28,11 @@ from gates.services.idempotency import (
 )
 
 MAX_KEY_LENGTH = 255
+# The schema states the visible-ASCII form (no spaces: HTTP strips them at the ends), so a
+# client generated from it never sends a key the server refuses.
 PARAMETER = OpenApiParameter(
     HEADER,
-    str,
+    {"type": "string", "pattern": f"^[!-~]{{1,{MAX_KEY_LENGTH}}}$"},
     OpenApiParameter.HEADER,
     description="Retry-safe: the same key and body within 24 h return the first response.",
 )
