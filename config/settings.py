@@ -159,8 +159,7 @@ CACHES = {
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": env("CACHE_URL"),
-            # A Redis that stopped answering must cost a request a second, not a hang: the
-            # rate limits then fall back per process (gates/api/throttling.py).
+            # A dead Redis costs a second, then limits fall back (gates/api/throttling.py).
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
         if env("CACHE_URL")
@@ -187,6 +186,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False  # its start-up banner would reach every manage.py command's stderr
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "gates:engagement-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -368,6 +368,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {"user": env("API_THROTTLE_RATE", "600/minute")},
     "UNAUTHENTICATED_USER": None,
 }
+# A JSON body larger than this is a 413 (a G2 spec of 500 prompts of 20,000 characters fits).
+TOLLGATE_MAX_JSON_BODY_BYTES = envint("TOLLGATE_MAX_JSON_BODY_BYTES", 32 * 1024 * 1024)
 # Failed bearer-token authentications one client address may make per window; then 429s.
 TOLLGATE_TOKEN_FAILURES_ALLOWED = envint("TOLLGATE_TOKEN_FAILURES_ALLOWED", 20)
 TOLLGATE_TOKEN_FAILURE_WINDOW_S = envint("TOLLGATE_TOKEN_FAILURE_WINDOW_S", 300)

@@ -1,11 +1,12 @@
 """The API's JSON parser: DRF's, within the limits of runners.adapters.json_limits (nesting
-depth, strings PostgreSQL can store, no NaN), so hostile JSON is a 400 naming the field path
-before any view, serializer or the database sees it.
+depth, strings PostgreSQL can store, no NaN) and a size cap, so hostile JSON is a 400 naming
+the field path (or a 413) before any view, serializer or the database sees it.
 """
 
 from __future__ import annotations
 
-from rest_framework import exceptions
+from django.conf import settings
+from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser, get_encoding
 
 from runners.adapters import json_limits
@@ -19,12 +20,22 @@ class JsonInputError(exceptions.ParseError):
         self.field = field
 
 
+class BodyTooLargeError(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
 class LimitedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         # DRF's lookup refuses bytes-to-bytes codecs (bz2_codec would inflate a small body).
         encoding = get_encoding(parser_context or {})
+        # DRF reads the stream itself, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE never applies.
+        limit = settings.TOLLGATE_MAX_JSON_BODY_BYTES
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
+            raise BodyTooLargeError(f"a JSON body is at most {limit} bytes")
         try:
-            text = stream.read().decode(encoding)
+            text = raw.decode(encoding)
         except UnicodeDecodeError as error:
             raise JsonInputError(f"the body is not {encoding} text ({error.reason})") from error
         try:

@@ -25,6 +25,7 @@ ERROR_DESCRIPTIONS = {
     404: "No such object visible to these credentials.",
     406: "The Accept header asks for a type the API cannot answer with.",
     409: "The request conflicts with the object's state (busy host, frozen spec, taken name).",
+    413: "The body is larger than the API accepts.",
     415: "The body's media type is not accepted here.",
     429: "Too many requests (or failed logins); retry after the Retry-After header.",
 }
@@ -49,7 +50,7 @@ def error_statuses(path: str, method: str, operation: dict) -> list[int]:
     if "{" in path or method in WRITE_METHODS:  # a body may name an object (organization)
         statuses.append(404)
     if method in WRITE_METHODS:
-        statuses += [400, 415] + ([] if path in CONFLICT_FREE else [409])
+        statuses += [400, 413, 415] + ([] if path in CONFLICT_FREE else [409])
     elif any(p.get("in") == "query" for p in operation.get("parameters", [])):
         statuses.append(400)
     return sorted(statuses)

@@ -190,3 +190,16 @@ def test_the_run_start_page_answers_a_bad_host_with_a_form_error(
     assert response.redirect_chain == [(reverse("gates:gate-detail", args=[gate.pk]), 302)]
     assert "host: choose one of the hosts" in response.content.decode()
     assert not Run.objects.exists()
+
+
+def test_a_json_body_over_the_size_cap_is_a_413_before_it_is_parsed(
+    vendor_api, engagement, settings
+):
+    settings.TOLLGATE_MAX_JSON_BODY_BYTES = 1000
+    gate = engagement.gates.get(kind="G1")
+    body = json.dumps({"document": {"padding": "x" * 1000}})
+    response = vendor_api.put(
+        reverse("api:gate-spec", args=[gate.pk]), body, content_type="application/json"
+    )
+    assert response.status_code == 413 and response.json()["error"] == "too_large"
+    assert GateSpec.objects.filter(gate=gate).count() == 1

@@ -170,6 +170,16 @@ def test_a_token_narrowed_to_one_engagement_sees_no_other(
 def test_the_schema_describes_the_planner(api):
     schema = api.get(reverse("api-schema"), HTTP_ACCEPT="application/json").json()
     operation = schema["paths"]["/api/v1/planner/"]["post"]
-    assert set(operation["responses"]) == {"200", "400", "401", "403", "404", "406", "415", "429"}
+    assert set(operation["responses"]) == {
+        "200",
+        "400",
+        "401",
+        "403",
+        "404",
+        "406",
+        "413",
+        "415",
+        "429",
+    }
     result = schema["components"]["schemas"]["PlannerResult"]["properties"]
     assert {"kv_bytes_per_token", "kv_demand_bytes", "kv_capacity_bytes", "fits"} <= set(result)
