@@ -347,6 +347,11 @@ CELERY_BEAT_SCHEDULE = {
     "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": _BEAT_EVERY_S},
     "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": _BEAT_EVERY_S},
     "clean-hosts": {"task": "runners.clean_hosts", "schedule": _BEAT_EVERY_S},
+    # Often: an outage's retries back off from 1 s; the query finds only runs that are due.
+    "retry-unreachable-runs": {
+        "task": "runners.retry_unreachable_runs",
+        "schedule": min(_BEAT_EVERY_S, 5.0),
+    },
     "canary": {"task": "runners.canary", "schedule": 60.0},
 }
 

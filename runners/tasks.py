@@ -29,19 +29,20 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="runners.advance_run")
 def advance_run(run_id: int) -> None:
-    """Drive a run for one time budget; enqueue the next task if it is not over, or a retry
-    after a backoff while the host is unreachable (within the run's retry window)."""
+    """Drive a run for one time budget; enqueue the next task if it is not over. While the
+    host is unreachable (within the run's retry window) the next try is due after a backoff,
+    recorded on the run: retry_unreachable_runs pokes it then (no broker ETA)."""
     session = services.RunSession.claim_dispatched(run_id)
     if session is None:  # ended, or another live task drives it
         return
-    more, retry_in, plan = False, None, None
+    more, plan = False, None
     try:
         plan = services.run_execution(session.run)
         more = _drive(session, plan)
     except services.ClaimLostError:
         return
     except RunnerError as error:
-        retry_in = _retry_or_fail(session, plan, error)
+        _retry_or_fail(session, plan, error)
     except services.ServiceError as error:
         _fail(session, getattr(error, "outcome", Run.Outcome.INTERNAL_ERROR), str(error))
     except Exception:
@@ -49,9 +50,7 @@ def advance_run(run_id: int) -> None:
         raise
     finally:
         session.release()
-    if retry_in is not None:
-        advance_run.apply_async((run_id,), countdown=retry_in)
-    elif more:
+    if more:
         advance_run.delay(run_id)
 
 
@@ -68,18 +67,16 @@ def _drive(session: services.RunSession, plan: RunPlan) -> bool:
         return more
 
 
-def _retry_or_fail(
-    session: services.RunSession, plan: RunPlan | None, error: RunnerError
-) -> float | None:
-    """Seconds until the next try while a transient outage lasts less than the run's retry
-    window; otherwise the run ends here (None)."""
+def _retry_or_fail(session: services.RunSession, plan: RunPlan | None, error: RunnerError) -> None:
+    """Schedule the next try while a transient outage lasts less than the run's retry window;
+    otherwise the run ends here."""
     if plan is None or not is_transient(error):
         _fail(session, error.outcome, str(error), plan)
-        return None
+        return
     try:
         outage_s, retries = session.note_outage(str(error))
     except services.ClaimLostError:  # canceled or taken over meanwhile: not ours to retry
-        return None
+        return
     delay = outage_retry_after(
         error, outage_s=outage_s, retries=retries, window_s=plan.retry_window_s
     )
@@ -89,7 +86,8 @@ def _retry_or_fail(
             f"{plan.retry_window_s:.0f} s): {error}"
         )
         _fail(session, error.outcome, reason, plan)
-    return delay
+        return
+    session.retry_in(delay)
 
 
 def _fail(
@@ -163,6 +161,13 @@ def reap_stale_runs() -> None:
 @shared_task(name="runners.redispatch_runs")
 def redispatch_runs() -> None:
     for run_id in services.runs_to_redispatch(older_than_s=settings.TOLLGATE_REDISPATCH_AFTER_S):
+        advance_run.delay(run_id)
+
+
+@shared_task(name="runners.retry_unreachable_runs")
+def retry_unreachable_runs() -> None:
+    """Poke each run whose next try after a transport outage is due."""
+    for run_id in services.runs_due_for_retry():
         advance_run.delay(run_id)
 
 

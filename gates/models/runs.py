@@ -61,10 +61,12 @@ class Run(models.Model):
     # delivery finds it claimed and leaves; a killed worker's claim simply expires.
     driver_token = models.CharField(max_length=36, blank=True)
     driver_until = models.DateTimeField(null=True, blank=True)
-    # A transport outage being ridden out: when the host first failed to answer, and how many
-    # tries failed since. Cleared when the host answers again (docs/transport.md).
+    # A transport outage being ridden out: when the host first failed to answer, how many
+    # tries failed since, and when the next try is due (no task claims the run before; the
+    # beat pokes it then). Cleared when the host answers again (docs/transport.md).
     outage_since = models.DateTimeField(null=True, blank=True)
     outage_retries = models.PositiveIntegerField(default=0)
+    outage_retry_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

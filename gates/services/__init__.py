@@ -55,6 +55,7 @@ from gates.services.runs import (
     run_create,
     run_fail,
     run_mark_canceled,
+    runs_due_for_retry,
     runs_stale,
     runs_to_redispatch,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "run_remote_dirs",
     "run_upload_decide",
     "run_upload_record",
+    "runs_due_for_retry",
     "runs_stale",
     "runs_to_redispatch",
 ]

@@ -64,7 +64,7 @@ class RunSession:
         now = timezone.now()
         driven = Run.objects.filter(
             pk=run_id, state__in=(Run.State.QUEUED, Run.State.RUNNING), source=Run.Source.REMOTE
-        )
+        ).exclude(outage_retry_at__gt=now)  # riding out an outage: the next try is not due
         # A poke that finds the run driven still counts: the redispatcher looks for silent runs.
         driven.update(last_dispatched_at=now)
         return cls._claim(
@@ -208,10 +208,17 @@ class RunSession:
             self._log(f"host unreachable, retrying: {reason[:300]}\n")
         return (now - since).total_seconds(), retries
 
+    def retry_in(self, seconds: float) -> None:
+        """No task takes the run up before `seconds` from now; the beat pokes it then."""
+        now = timezone.now()
+        Run.objects.filter(pk=self.run.pk, driver_token=self.token).update(
+            outage_retry_at=now + timedelta(seconds=seconds), heartbeat_at=now
+        )
+
     def host_answered(self) -> None:
         """The host answered: a later failure starts a new outage with a full window."""
         ended = Run.objects.filter(pk=self.run.pk, outage_since__isnull=False).update(
-            outage_since=None, outage_retries=0
+            outage_since=None, outage_retries=0, outage_retry_at=None
         )
         if ended:
             self._log("host reachable again; the run goes on where it was\n")

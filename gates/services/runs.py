@@ -308,6 +308,15 @@ def runs_to_redispatch(*, older_than_s: int) -> list[int]:
     return list(quiet.values_list("id", flat=True))
 
 
+def runs_due_for_retry() -> list[int]:
+    """Runs riding out an outage whose next try is due and that nobody poked since."""
+    now = timezone.now()
+    due = Run.objects.filter(state=Run.State.RUNNING, outage_retry_at__lte=now).filter(
+        Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lt=F("outage_retry_at"))
+    )
+    return list(due.values_list("id", flat=True))
+
+
 def _lock_active(run_id: int) -> Run | None:
     run = (
         Run.objects.select_for_update()

@@ -231,3 +231,20 @@ def test_g2_evaluation_reads_every_cell_the_g2_program_measures(
     assert observed["external_hit_rate"] == 0.4
     repetitions = g2_spec()["noise_floor"]["repetitions"]
     assert [pair["repetition"] for pair in observed["aa_pairs"]] == list(range(1, repetitions + 1))
+
+
+def test_an_outage_is_counted_and_no_task_takes_the_run_before_its_next_try(session):
+    assert session.note_outage("connection refused")[1] == 1
+    assert session.note_outage("connection refused")[1] == 2
+    session.retry_in(60)
+    session.release()
+    assert services.RunSession.claim_dispatched(session.run.pk) is None  # not due yet
+    assert services.runs_due_for_retry() == []
+    Run.objects.filter(pk=session.run.pk).update(outage_retry_at=timezone.now())
+    assert services.runs_due_for_retry() == [session.run.pk]
+    again = services.RunSession.claim_dispatched(session.run.pk)
+    assert again is not None and services.runs_due_for_retry() == []  # poked once
+    again.host_answered()
+    run = Run.objects.get(pk=session.run.pk)
+    assert (run.outage_since, run.outage_retries, run.outage_retry_at) == (None, 0, None)
+    assert "host unreachable, retrying" in run.log and "host reachable again" in run.log
