@@ -163,7 +163,7 @@ class ProfileAdmin(admin.ModelAdmin):
 
 @admin.register(GateSpec)
 class GateSpecAdmin(ReadOnlyAdmin):
-    list_display = ["gate", "version", "frozen_at", "vendor_signed_at", "customer_signed_at"]
+    list_display = ["gate", "version", "frozen_at", "in_force"]
     list_filter = ["gate__kind"]
 
 

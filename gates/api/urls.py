@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.api import engagements, hosts, planner, runs, schema, uploads  # noqa: F401 (schema: auth scheme)
+from gates.api import contract, engagements, hosts, planner, runs, schema, uploads  # noqa: F401 (schema: auth scheme)
 
 app_name = "api"
 
@@ -12,8 +12,10 @@ urlpatterns = [
         "engagements/<int:pk>/", engagements.EngagementDetailApi.as_view(), name="engagement-detail"
     ),
     path("gates/<int:pk>/", engagements.GateDetailApi.as_view(), name="gate-detail"),
-    path("gates/<int:pk>/spec/", engagements.GateSpecApi.as_view(), name="gate-spec"),
-    path("gates/<int:pk>/spec/sign/", engagements.GateSpecSignApi.as_view(), name="gate-spec-sign"),
+    path("gates/<int:pk>/spec/", contract.GateSpecApi.as_view(), name="gate-spec"),
+    path("gates/<int:pk>/spec/sign/", contract.GateSpecSignApi.as_view(), name="gate-spec-sign"),
+    path("gates/<int:pk>/spec/reset/", contract.GateResetApi.as_view(), name="gate-reset"),
+    path("keys/signing/", contract.PartyKeyApi.as_view(), name="party-keys"),
     path("gates/<int:pk>/runs/", runs.GateRunsApi.as_view(), name="gate-runs"),
     path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="run-cancel"),

@@ -11,13 +11,14 @@ host_rotate_credentials leave the audit event to their callers.
 from gates.errors import ServiceError
 from gates.services.alerts import alert_claim_due, alert_deliver, alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
-from gates.services.engagements import (
-    engagement_create,
-    engagement_stop,
+from gates.services.contract import (
+    SpecChange,
+    gate_spec_propose,
     gate_spec_sign,
     gate_spec_update,
-    gate_waive,
+    stop_loss_reset_sign,
 )
+from gates.services.engagements import engagement_create, engagement_stop, gate_waive
 from gates.services.evaluation import run_decision_context, run_evaluate
 from gates.services.execution import host_target, run_execution
 from gates.services.hosts import (
@@ -49,6 +50,7 @@ from gates.services.runs import (
     runs_stale,
     runs_to_redispatch,
 )
+from gates.services.signing_keys import party_key_register, ssh_signature_check
 from gates.services.tokens import api_token_create, api_token_revoke
 from gates.services.uploads import run_upload_decide, run_upload_record
 
@@ -60,6 +62,7 @@ __all__ = [
     "PoisonStepError",
     "RunSession",
     "ServiceError",
+    "SpecChange",
     "alert_claim_due",
     "alert_deliver",
     "alert_enqueue",
@@ -71,6 +74,7 @@ __all__ = [
     "engagement_create",
     "engagement_kv_plan_save",
     "engagement_stop",
+    "gate_spec_propose",
     "gate_spec_sign",
     "gate_spec_update",
     "gate_waive",
@@ -82,6 +86,7 @@ __all__ = [
     "host_rotate_credentials",
     "host_set_credential",
     "host_target",
+    "party_key_register",
     "run_assert_lease",
     "run_cancel",
     "run_claim",
@@ -96,4 +101,6 @@ __all__ = [
     "run_upload_record",
     "runs_stale",
     "runs_to_redispatch",
+    "ssh_signature_check",
+    "stop_loss_reset_sign",
 ]
