@@ -18,7 +18,7 @@ from django.utils import timezone
 from gates import services
 from gates.models import Run, ServiceHeartbeat
 from runners import driver
-from runners.errors import RunnerError
+from runners.errors import ContractError, RunnerError
 from runners.execution import RunPlan
 from runners.transport import LocalTransport, Transport, open_transport
 
@@ -36,6 +36,11 @@ def advance_run(run_id: int) -> None:
         more = _drive(session)
     except services.ClaimLostError:
         return
+    except ContractError as error:
+        # Raised before any server starts: nothing to stop on the host.
+        services.run_invalid(
+            run_id=session.run.pk, reason=str(error), differences=error.differences
+        )
     except (RunnerError, services.ServiceError) as error:
         outcome = getattr(error, "outcome", Run.Outcome.INTERNAL_ERROR)
         _fail(session, outcome, str(error))

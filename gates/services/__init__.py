@@ -16,6 +16,7 @@ from gates.services.contract import (
     gate_spec_propose,
     gate_spec_sign,
     gate_spec_update,
+    run_invalid,
     stop_loss_reset_sign,
 )
 from gates.services.engagements import engagement_create, engagement_stop, gate_waive
@@ -95,6 +96,7 @@ __all__ = [
     "run_evaluate",
     "run_execution",
     "run_fail",
+    "run_invalid",
     "run_mark_canceled",
     "run_remote_dirs",
     "run_upload_decide",

@@ -17,6 +17,7 @@ from gates.models import Gate, GateSpec, Party, SpecSignature, StopLossReset, Ve
 from gates.selectors import gate_counted_decisions, gate_spec_in_force
 from gates.services.alerts import alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
+from gates.services.runs import decision_record
 from gates.services.signing_keys import ssh_signature_check
 from gates.specdiff import changes_text, spec_changes
 from gates.tenancy import Viewer
@@ -232,3 +233,24 @@ def _reset_open(actor: Actor, gate: Gate, reason: str) -> StopLossReset:
             f"write a reason of at least {MIN_RESET_REASON_CHARS} characters", field="reason"
         )
     return StopLossReset.objects.create(gate=gate, reason=reason.strip(), created_by=actor.user)
+
+
+def run_invalid(*, run_id: int, reason: str, differences: list[dict]):
+    """The host changed since G1 accepted it: the run ends `invalid`, each difference named."""
+    clauses = [
+        {
+            "check": f"inventory.{d['field']}",
+            "expected": d["accepted"],
+            "observed": d["observed"],
+            "verdict": Verdict.INVALID,
+            "cause": f"{d['accepted']!r} accepted at G1, {d['observed']!r} now",
+        }
+        for d in differences
+    ]
+    result = {
+        "verdict": Verdict.INVALID,
+        "clauses": clauses,
+        "reasons": [reason],
+        "engine": "tollgate contract check",
+    }
+    return decision_record(run_id=run_id, result=result)

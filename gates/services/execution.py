@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from gates.models import Host, Run
+from gates.models import Decision, Engagement, Host, Run, Verdict
+from gates.selectors import gate_counted_decisions
+from gates.services.evaluation import run_g1_facts
 from gates.services.hosts import host_credential
+from runners.contract import inventory_of
 from runners.execution import RunPlan
 from runners.transport import SshTarget
 
@@ -40,7 +43,22 @@ def run_execution(run: Run) -> RunPlan:
         prompts=equivalence.get("prompts", []),
         max_tokens=equivalence.get("max_tokens", 64),
         serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
+        accepted_inventory=None
+        if run.gate.kind == "G1"
+        else accepted_inventory(run.gate.engagement),
     )
+
+
+def accepted_inventory(engagement: Engagement) -> dict | None:
+    """The inventory of the host G1's counted pass was measured on; None when G1 was waived,
+    rehearsed only, or passed without probes (nothing accepted, nothing to compare)."""
+    g1 = engagement.gates.get(kind="G1")
+    passed: Decision | None = gate_counted_decisions(g1).filter(verdict=Verdict.PASS).first()
+    run = passed.runs.first() if passed else None
+    if run is None:
+        return None
+    inventory = inventory_of(run_g1_facts(run))
+    return inventory if any(value is not None for value in inventory.values()) else None
 
 
 def host_target(host: Host, **timeouts: float) -> SshTarget:
