@@ -80,6 +80,14 @@ def check_host(accepted: dict | None, facts: dict, health: dict | None, *, step:
     """Raise ContractError on an inventory change, InfrastructureError on an unfit host;
     otherwise say, for the run log, what was compared."""
     differences = inventory_differences(accepted, inventory_of(facts)) if accepted else []
+    unread = [d["field"] for d in differences if d["observed"] is None]
+    if unread:
+        # A probe that failed or printed nothing readable says nothing about the product:
+        # retry on a healthy host rather than call the contract broken.
+        raise InfrastructureError(
+            "could not re-read " + ", ".join(unread) + " on the host to compare with G1",
+            step=step,
+        )
     if differences:
         words = "; ".join(difference_text(d) for d in differences)
         raise ContractError(

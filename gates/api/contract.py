@@ -42,8 +42,11 @@ class SpecSerializer(SpecBriefSerializer):
     gate = serializers.IntegerField(source="gate_id")
     frozen = serializers.BooleanField(source="is_frozen")
     signed_by_both = serializers.BooleanField(source="in_force")
-    vendor_signed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    customer_signed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # The two parties' signatures in the earlier flat shape, for clients that read it.
+    vendor_signed_by = serializers.SerializerMethodField()
+    vendor_signed_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    customer_signed_by = serializers.SerializerMethodField()
+    customer_signed_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
     class Meta:
         model = GateSpec
@@ -61,6 +64,16 @@ class SpecSerializer(SpecBriefSerializer):
             "customer_signed_by",
             "customer_signed_at",
         ]
+
+    def get_vendor_signed_by(self, spec) -> str | None:
+        return _username(spec.vendor_signed_by)
+
+    def get_customer_signed_by(self, spec) -> str | None:
+        return _username(spec.customer_signed_by)
+
+
+def _username(user) -> str | None:
+    return user.get_username() if user is not None else None
 
 
 def spec_view(gate: Gate, spec: GateSpec) -> dict:

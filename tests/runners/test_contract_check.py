@@ -52,6 +52,11 @@ class TestPureRules:
         with pytest.raises(InfrastructureError, match="foreign process 'x'"):
             check_host(inventory_of(FACTS), FACTS, health, step="s")
 
+    def test_a_fact_the_probes_could_not_read_now_is_an_infra_error_not_invalid(self):
+        unread = {k: v for k, v in FACTS.items() if k != "vllm_version"}
+        with pytest.raises(InfrastructureError, match="could not re-read vllm_version"):
+            check_host(inventory_of(FACTS), unread, None, step="s")
+
     def test_slowdowns_and_ecc_errors_make_a_host_unfit(self):
         health = {
             "gpus": [{"index": 3, "slowdown_reasons": ["hw_slowdown"], "ecc_uncorrectable": 2}]
