@@ -172,7 +172,7 @@ class HostCleanupAdmin(ReadOnlyAdmin):
 
 @admin.register(GateSpec)
 class GateSpecAdmin(ReadOnlyAdmin):
-    list_display = ["gate", "version", "frozen_at", "vendor_signed_at", "customer_signed_at"]
+    list_display = ["gate", "version", "frozen_at", "in_force"]
     list_filter = ["gate__kind"]
 
 

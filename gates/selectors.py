@@ -9,6 +9,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from gates.decisions.operating import operating_characteristic
 from gates.models import Decision, Engagement, Gate, GateSpec, Run, Verdict
+from gates.specdiff import FieldChange, spec_changes
 
 # Simulated gates per operating characteristic shown: Monte Carlo sd of an 80 % power 0.9 %.
 OC_GATES = 2000
@@ -138,3 +139,36 @@ def gate_cell_readouts(gate: Gate) -> list[dict]:
         }
         for cell in decision.clauses
     ]
+
+
+def gate_spec_in_force(gate: Gate) -> GateSpec | None:
+    """The newest version both parties signed: the bar counted decisions are held to."""
+    for spec in gate.specs.order_by("-version").prefetch_related("signatures"):
+        if spec.in_force:
+            return spec
+    return None
+
+
+def gate_spec_proposed(gate: Gate) -> GateSpec | None:
+    """The latest version when it is newer than the one in force (or none is in force yet)."""
+    latest = gate.current_spec
+    if latest is None or latest.in_force:
+        return None
+    return latest
+
+
+def spec_changes_from_force(gate: Gate, spec: GateSpec) -> list[FieldChange]:
+    """How `spec` differs from the version in force, field by field (empty if none is)."""
+    in_force = gate_spec_in_force(gate)
+    if in_force is None or in_force.pk == spec.pk:
+        return []
+    return spec_changes(in_force.document, spec.document)
+
+
+def gate_counted_decisions(gate: Gate):
+    """Engine decisions that count: not rehearsals, and after the last stop-loss reset."""
+    counted = gate.decisions.filter(kind=Decision.Kind.ENGINE, rehearsal=False)
+    reset = gate.resets.filter(effective_at__isnull=False).order_by("-effective_at").first()
+    if reset is not None:
+        counted = counted.filter(created_at__gt=reset.effective_at)
+    return counted

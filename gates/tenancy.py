@@ -68,10 +68,10 @@ ROLE_ACTIONS = {
         "token.manage",
         "alert.ack",
     },
+    # An engineer proposes specs; only a vendor admin signs them for the vendor.
     Role.VENDOR_ENGINEER: {
         "engagement.create",
         "spec.edit",
-        "spec.sign",
         "run.start",
         "run.cancel",
         "host.manage",
@@ -121,6 +121,16 @@ class Viewer:
         """Which party this viewer signs for: "vendor", "customer" or None."""
         if self.is_vendor:
             return "vendor"
+        return "customer" if Role.CUSTOMER_OWNER in self.roles else None
+
+    @property
+    def signing_party(self) -> str | None:
+        """The party this viewer may sign for: a vendor admin for the vendor, a customer
+        owner for the customer (and a token only with the `sign` scope)."""
+        if not self.can("spec.sign"):
+            return None
+        if self.is_vendor:
+            return "vendor" if Role.VENDOR_ADMIN in self.roles else None
         return "customer" if Role.CUSTOMER_OWNER in self.roles else None
 
 

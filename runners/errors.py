@@ -51,3 +51,14 @@ class BenchmarkError(RunnerError):
     """The benchmark tool failed or produced output that cannot be trusted."""
 
     outcome = "benchmark_error"
+
+
+class ContractError(RunnerError):
+    """The host is no longer what G1 accepted: the run is `invalid`, naming the differences,
+    before any server starts. Not a product failure and not the host's fault either."""
+
+    outcome = "invalid"
+
+    def __init__(self, message: str, *, differences: list[dict], **where: str | None):
+        self.differences = differences
+        super().__init__(message, **where)

@@ -44,6 +44,7 @@ class RunPlan:
     max_tokens: int = 64
     retry_window_s: float = 0.0
     keep_run_dir: bool = False
+    accepted_inventory: dict | None = None
 
     def __post_init__(self) -> None:
         checked_values(self.values)
@@ -73,6 +74,7 @@ class RunPlan:
             serve_timeout_s=self.serve_timeout_s,
             prompts=self.prompts,
             max_tokens=self.max_tokens,
+            accepted_inventory=self.accepted_inventory,
         )
 
 

@@ -152,9 +152,20 @@ def _bench(
     }
 
 
+def with_contract_check(steps: list[Step], probe_names: list[str]) -> list[Step]:
+    """After preparing the host and before any server: re-probe it and hold it to the
+    inventory G1 accepted (runners.contract). No probes, no check (an upload has none)."""
+    if not probe_names:
+        return steps
+    check = {"name": "check host against the accepted inventory", "kind": "contract"}
+    return [steps[0], {**check, "probes": list(probe_names)}, *steps[1:]]
+
+
 # Gate kind -> its initial plan, from the spec and the profile's probe names.
 PROGRAMS: dict[str, Callable[[dict, list[str]], list[Step]]] = {
     "G1": lambda spec, probe_names: plan_g1(probe_names),
-    "G2": lambda spec, probe_names: plan_g2(spec),
-    "G3": _plan_g3_start,
+    "G2": lambda spec, probe_names: with_contract_check(plan_g2(spec), probe_names),
+    "G3": lambda spec, probe_names: with_contract_check(
+        _plan_g3_start(spec, probe_names), probe_names
+    ),
 }

@@ -8,6 +8,7 @@ fixed templates, filled with validated values.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -16,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from runners import adapters, servers
+from runners.adapters.errors import FormatProblem
+from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.cleanup import MARKER
 from runners.commands import fill
+from runners.contract import check_host, inventory_of
 from runners.errors import BenchmarkError, SpecError
 from runners.plans import WARMUP_PROMPTS
 from runners.results import (
@@ -53,6 +57,8 @@ class StepContext:
     bench_timeout_s: float = 6 * 3600.0
     prompts: list[str] = field(default_factory=list)
     max_tokens: int = 64
+    # The inventory G1 accepted (runners.contract.inventory_of); None when none was.
+    accepted_inventory: dict | None = None
 
     @property
     def base_url(self) -> str:
@@ -110,6 +116,27 @@ def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return StepProgress(
         True, {"facts": proof.facts}, proof.artifacts, facts=proof.facts, log=f"probe {name}: ok\n"
     )
+
+
+def _contract(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    """Re-probe the host and hold it to the accepted inventory, before any server starts."""
+    facts: dict = {}
+    artifacts: list[Artifact] = []
+    health = None
+    for name in step["probes"]:
+        result = ctx.transport.run(
+            fill(ctx.commands["probes"][name], _probe_values(ctx)), timeout=SHORT_COMMAND_S
+        )
+        if not result.ok:
+            continue
+        proof = probe_proof(name, result.stdout.encode(), source=step["name"])
+        artifacts += proof.artifacts
+        facts.update({k: v for k, v in proof.facts.items() if facts.get(k) is None})
+        if name == "gpu_nvidia":
+            with contextlib.suppress(adapters.AdapterError, FormatProblem):
+                health = parse_gpu_health_xml(result.stdout)
+    log = check_host(ctx.accepted_inventory, facts, health, step=step["name"])
+    return StepProgress(True, {"contract": inventory_of(facts)}, artifacts, log=log)
 
 
 def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -371,6 +398,7 @@ def _tail(ctx: StepContext, run_dir: str) -> str:
 EXECUTORS: dict[str, Any] = {
     "prepare": _prepare,
     "probe": _probe,
+    "contract": _contract,
     "serve": _serve,
     "stop": _stop,
     "bench": _bench,

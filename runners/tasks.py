@@ -19,7 +19,7 @@ from django.utils import timezone
 from gates import services
 from gates.models import Run, ServiceHeartbeat
 from runners import cleanup, driver
-from runners.errors import RunnerError
+from runners.errors import ContractError, RunnerError
 from runners.execution import RunPlan
 from runners.transport import LocalTransport, Transport, open_transport
 from runners.transport.network import is_transient, outage_retry_after
@@ -41,6 +41,11 @@ def advance_run(run_id: int) -> None:
         more = _drive(session, plan)
     except services.ClaimLostError:
         return
+    except ContractError as error:
+        # Raised before any server starts: nothing to stop on the host.
+        services.run_invalid(
+            run_id=session.run.pk, reason=str(error), differences=error.differences
+        )
     except RunnerError as error:
         _retry_or_fail(session, plan, error)
     except services.ServiceError as error:

@@ -110,6 +110,9 @@ def _live_gpus(host: HostConfig, directory: str) -> List[GpuLive]:
         for index in range(min(host.gpu_count, len(state.memory_used_mib))):
             used[index] += state.memory_used_mib[index]
             busy[index] = max(busy[index], state.utilization_pct[index])
+    for process in host.gpu_health.foreign_processes:  # someone else's job holds memory too
+        if 0 <= process.gpu < host.gpu_count:
+            used[process.gpu] += process.used_memory_mib
     return [GpuLive(max(1.0, min(u, host.gpu_memory_mib)), b) for u, b in zip(used, busy)]  # noqa: B905 (3.9)
 
 

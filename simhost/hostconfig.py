@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 ENV_HOST_CONFIG = "SIMHOST_HOST_CONFIG"
 DEFAULT_HOST_PRESET = "h100x8-cpu512"
@@ -29,6 +29,39 @@ class OffloadTier:
 
 
 @dataclass(frozen=True)
+class ForeignProcess:
+    """A process of someone else's holding a GPU: what a shared or dirty host looks like."""
+
+    gpu: int
+    pid: int
+    name: str
+    used_memory_mib: int
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    """Fault knobs for the smi output: foreign processes, active clock-throttle reasons
+    (nvidia-smi's names without the prefix, e.g. "hw_slowdown"), volatile uncorrectable ECC."""
+
+    foreign_processes: Tuple[ForeignProcess, ...] = ()
+    throttle_reasons: Tuple[str, ...] = ()
+    ecc_uncorrectable: int = 0
+
+
+THROTTLE_REASONS = (
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "display_clocks_setting",
+)
+
+
+@dataclass(frozen=True)
 class HostConfig:
     name: str
     hostname: str
@@ -42,6 +75,7 @@ class HostConfig:
     vllm_version: str
     host_memory_gib: float
     offload_tier: OffloadTier
+    gpu_health: GpuHealth = field(default_factory=GpuHealth)
 
 
 _NVIDIA_H100 = {
@@ -135,6 +169,34 @@ def _tier(data: Mapping[str, Any], source: str) -> OffloadTier:
     return tier
 
 
+def _health(data: Any, source: str) -> GpuHealth:
+    if not isinstance(data, Mapping):
+        raise HostConfigError("{}: field gpu_health must be an object".format(source))
+    processes: List[ForeignProcess] = []
+    for i, item in enumerate(data.get("foreign_processes") or []):
+        where = "gpu_health.foreign_processes[{}]".format(i)
+        if not isinstance(item, Mapping):
+            raise HostConfigError("{}: field {} must be an object".format(source, where))
+        processes.append(
+            ForeignProcess(
+                gpu=_field(item, "gpu", int, "{} {}".format(source, where)),
+                pid=_field(item, "pid", int, "{} {}".format(source, where)),
+                name=_field(item, "name", str, "{} {}".format(source, where)),
+                used_memory_mib=_field(item, "used_memory_mib", int, "{} {}".format(source, where)),
+            )
+        )
+    reasons = tuple(data.get("throttle_reasons") or ())
+    unknown = [r for r in reasons if r not in THROTTLE_REASONS]
+    if unknown:
+        raise HostConfigError(
+            "{}: field gpu_health.throttle_reasons: unknown {!r}".format(source, unknown[0])
+        )
+    ecc = data.get("ecc_uncorrectable", 0)
+    if not isinstance(ecc, int) or isinstance(ecc, bool) or ecc < 0:
+        raise HostConfigError("{}: field gpu_health.ecc_uncorrectable must be >= 0".format(source))
+    return GpuHealth(tuple(processes), reasons, ecc)
+
+
 def host_config_from_dict(data: Mapping[str, Any], source: str) -> HostConfig:
     """Validate a host config; omitted fields come from the preset named by `preset`."""
     base_name = data.get("preset", DEFAULT_HOST_PRESET)
@@ -156,6 +218,7 @@ def host_config_from_dict(data: Mapping[str, Any], source: str) -> HostConfig:
         vllm_version=_field(merged, "vllm_version", str, source),
         host_memory_gib=_field(merged, "host_memory_gib", float, source),
         offload_tier=_tier(merged, source),
+        gpu_health=_health(merged.get("gpu_health") or {}, source),
     )
     _check_ranges(config, source)
     return config

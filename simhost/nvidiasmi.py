@@ -19,7 +19,7 @@ from simhost.gpuinventory import (
     require_vendor,
     temperature,
 )
-from simhost.hostconfig import HostConfig
+from simhost.hostconfig import THROTTLE_REASONS, HostConfig
 
 DEFAULT_QUERY = "index,name,memory.total,memory.used,utilization.gpu,driver_version"
 
@@ -95,6 +95,10 @@ def _load(gpu: ET.Element, host: HostConfig, live: GpuLive) -> None:
         ],
     )
     _subtree(gpu, "ecc_mode", [("current_ecc", "Enabled"), ("pending_ecc", "Enabled")])
+    ecc = str(host.gpu_health.ecc_uncorrectable)
+    errors = [("sram_correctable", "0"), ("sram_uncorrectable", "0")]
+    errors += [("dram_correctable", "0"), ("dram_uncorrectable", ecc)]
+    _subtree(_sub(gpu, "ecc_errors"), "volatile", errors)
     _subtree(gpu, "temperature", [("gpu_temp", "{} C".format(temperature(live)))])
     limit = "{:.2f} W".format(model.power_limit_w)
     power = [("power_state", "P0"), ("power_draw", "{:.2f} W".format(power_draw(model, live)))]
@@ -103,7 +107,26 @@ def _load(gpu: ET.Element, host: HostConfig, live: GpuLive) -> None:
     ]
     _subtree(gpu, "gpu_power_readings", power)
     _subtree(gpu, "clocks", [("graphics_clock", "1980 MHz"), ("sm_clock", "1980 MHz")])
-    _sub(gpu, "processes")
+
+
+def _throttle(gpu: ET.Element, host: HostConfig) -> None:
+    active = set(host.gpu_health.throttle_reasons)
+    reasons = [
+        ("clocks_event_reason_" + name, "Active" if name in active else "Not Active")
+        for name in THROTTLE_REASONS
+    ]
+    _subtree(gpu, "clocks_event_reasons", reasons)
+
+
+def _processes(gpu: ET.Element, host: HostConfig, index: int) -> None:
+    processes = _sub(gpu, "processes")
+    for process in host.gpu_health.foreign_processes:
+        if process.gpu != index:
+            continue
+        info = [("gpu_instance_id", "N/A"), ("compute_instance_id", "N/A")]
+        info += [("pid", str(process.pid)), ("type", "C"), ("process_name", process.name)]
+        info += [("used_memory", "{} MiB".format(process.used_memory_mib))]
+        _subtree(processes, "process_info", info)
 
 
 def _nvidia_gpu(root: ET.Element, host: HostConfig, index: int, live: GpuLive) -> None:
@@ -111,6 +134,8 @@ def _nvidia_gpu(root: ET.Element, host: HostConfig, index: int, live: GpuLive) -
     gpu.set("id", bus_id(index)[0])
     _identity(gpu, host, index)
     _load(gpu, host, live)
+    _throttle(gpu, host)
+    _processes(gpu, host, index)
 
 
 def render_nvidia_xml(host: HostConfig, live: Sequence[GpuLive], now: datetime) -> str:

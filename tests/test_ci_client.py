@@ -15,6 +15,7 @@ from gates import services
 from gates.models import Run
 from gates.tenancy import viewer_for_user
 from tests.celeryproc import purge_broker
+from tests.contract import sign_as_both
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 CLIENT = Path(__file__).resolve().parents[1] / "bin" / "tollgate-ci"
@@ -44,6 +45,7 @@ def ci(live_server, token: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def decided_run(actor, viewer, engagement, host, verdict: str, clauses=None) -> Run:
+    sign_as_both(engagement.gates.get(kind="G1"))
     run = services.run_create(
         actor=actor, viewer=viewer, gate=engagement.gates.get(kind="G1"), host=host
     )
@@ -194,6 +196,7 @@ def test_a_run_that_ended_in_an_infra_error_exits_3_and_reports_an_error(
 def test_start_queues_a_run_and_wait_gate_reads_the_gate(
     live_server, token, actor, vendor_viewer, engagement, host, tmp_path
 ):
+    sign_as_both(engagement.gates.get(kind="G1"))
     result = ci(
         live_server, token, "start", str(engagement.gates.get(kind="G1").pk), "--host", host.name
     )
@@ -206,6 +209,19 @@ def test_start_queues_a_run_and_wait_gate_reads_the_gate(
     gate = ci(live_server, token, "wait-gate", str(run.gate_id), "--junit", str(junit))
     assert gate.returncode == 0 and "(G1): pass" in gate.stdout
     assert junit_cases(junit) == {f"gate {run.gate_id} (G1)": (None, None)}
+
+
+def test_a_rehearsal_run_reports_its_verdict_marked_as_not_counting(
+    live_server, token, actor, vendor_viewer, engagement, host
+):
+    run = services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=engagement.gates.get(kind="G1"), host=host
+    )
+    services.run_claim(run_id=run.pk)
+    services.decision_record(run_id=run.pk, result={"verdict": "fail", "clauses": []})
+    result = ci(live_server, token, "wait-run", str(run.pk))
+    assert result.returncode == 1 and f"run {run.pk}: fail" in result.stdout
+    assert "is a rehearsal: its verdict does not count" in result.stderr
 
 
 def test_a_wrong_token_or_a_foreign_object_is_a_usage_error(

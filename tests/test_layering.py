@@ -24,6 +24,8 @@ PURE = (
     "gates/charts",
     "gates/specs.py",
     "gates/spec_statistics.py",
+    "gates/specdiff.py",
+    "gates/sshsig.py",
 )
 FRAMEWORKS = (
     "django",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,8 +10,8 @@ from rest_framework.views import APIView
 from gates import services
 from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError
-from gates.models import Engagement, Gate, GateSpec, Organization
-from gates.selectors import clause_rows, gates_with_latest
+from gates.models import Engagement, Gate, Organization
+from gates.selectors import clause_rows, gate_latest_decision, gate_spec_in_force, gates_with_latest
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
@@ -108,6 +108,8 @@ class GateDetailApi(APIView):
         verdict = serializers.CharField()
         stop_loss_review = serializers.BooleanField()
         spec_version = serializers.IntegerField(allow_null=True)
+        in_force_version = serializers.IntegerField(allow_null=True)
+        latest_decision = serializers.DictField(allow_null=True)
         decided_at = serializers.DateTimeField(allow_null=True)
         clauses = ClauseSerializer(many=True)
 
@@ -116,74 +118,22 @@ class GateDetailApi(APIView):
         gates = gates_with_latest(Gate.objects.all())
         gate = get_visible_or_404(gates, viewer_for_request(request), pk=pk)
         gate.spec_version = gate.latest_spec_version
+        in_force = gate_spec_in_force(gate)
+        gate.in_force_version = in_force.version if in_force else None
+        gate.latest_decision = _decision_brief(gate_latest_decision(gate))
         gate.clauses = clause_rows(gate.latest_engine_clauses or [])
         return Response(self.OutputSerializer(gate).data)
 
 
-class SpecSerializer(serializers.ModelSerializer):
-    gate = serializers.IntegerField(source="gate_id")
-    frozen = serializers.BooleanField(source="is_frozen")
-    vendor_signed_by = serializers.SlugRelatedField(
-        slug_field="username", read_only=True, allow_null=True
-    )
-    customer_signed_by = serializers.SlugRelatedField(
-        slug_field="username", read_only=True, allow_null=True
-    )
-
-    class Meta:
-        model = GateSpec
-        fields = [
-            "gate",
-            "version",
-            "document",
-            "digest",
-            "frozen",
-            "created_at",
-            "vendor_signed_by",
-            "vendor_signed_at",
-            "customer_signed_by",
-            "customer_signed_at",
-        ]
-
-
-class GateSpecApi(APIView):
-    @extend_schema(responses=SpecSerializer)
-    def get(self, request, pk: int):
-        gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
-        return Response(SpecSerializer(gate.current_spec).data)
-
-    @extend_schema(
-        request=inline_serializer("SpecDocument", {"document": serializers.JSONField()}),
-        responses={201: SpecSerializer},
-    )
-    def put(self, request, pk: int):
-        viewer = viewer_for_request(request)
-        gate = get_visible_or_404(Gate, viewer, pk=pk)
-        if not viewer.can("spec.edit"):
-            raise NotAllowedError("only vendor staff may change a spec")
-        document = request.data.get("document", request.data)
-        spec = services.gate_spec_update(
-            actor=services.Actor.from_request(request), gate=gate, document=document
-        )
-        return Response(SpecSerializer(spec).data, status=status.HTTP_201_CREATED)
-
-
-class GateSpecSignApi(APIView):
-    @extend_schema(
-        request=inline_serializer("SpecSign", {"version": serializers.IntegerField()}),
-        responses=SpecSerializer,
-    )
-    def post(self, request, pk: int):
-        viewer = viewer_for_request(request)
-        gate = get_visible_or_404(Gate, viewer, pk=pk)
-        version = request.data.get("version")
-        spec = gate.specs.filter(version=version).first() if version else gate.current_spec
-        if spec is None:
-            return Response(
-                {"error": "not_found", "detail": f"no spec version {version}", "field": "version"},
-                status=status.HTTP_404_NOT_FOUND,
-            )
-        spec = services.gate_spec_sign(
-            actor=services.Actor.from_request(request), viewer=viewer, spec=spec
-        )
-        return Response(SpecSerializer(spec).data)
+def _decision_brief(decision) -> dict | None:
+    """Which version a decision used, and whether it counted (signed by both at its start)."""
+    if decision is None:
+        return None
+    return {
+        "id": decision.pk,
+        "verdict": decision.verdict,
+        "rehearsal": decision.rehearsal,
+        "spec_version": decision.spec.version,
+        "spec_digest": decision.spec.digest,
+        "created_at": decision.created_at.isoformat(),
+    }

@@ -36,6 +36,7 @@ class RunSerializer(serializers.ModelSerializer):
             "attempt",
             "host",
             "spec_version",
+            "rehearsal",
             "source",
             "state",
             "outcome",

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from gates.api import (  # noqa: F401 (schema: auth scheme)
+    contract,
     engagements,
     hosts,
     planner,
@@ -21,8 +22,10 @@ urlpatterns = [
         "engagements/<int:pk>/", engagements.EngagementDetailApi.as_view(), name="engagement-detail"
     ),
     path("gates/<int:pk>/", engagements.GateDetailApi.as_view(), name="gate-detail"),
-    path("gates/<int:pk>/spec/", engagements.GateSpecApi.as_view(), name="gate-spec"),
-    path("gates/<int:pk>/spec/sign/", engagements.GateSpecSignApi.as_view(), name="gate-spec-sign"),
+    path("gates/<int:pk>/spec/", contract.GateSpecApi.as_view(), name="gate-spec"),
+    path("gates/<int:pk>/spec/sign/", contract.GateSpecSignApi.as_view(), name="gate-spec-sign"),
+    path("gates/<int:pk>/spec/reset/", contract.GateResetApi.as_view(), name="gate-reset"),
+    path("keys/signing/", contract.PartyKeyApi.as_view(), name="party-keys"),
     path("gates/<int:pk>/runs/", runs.GateRunsApi.as_view(), name="gate-runs"),
     path(
         "gates/<int:pk>/statistics/", statistics.GateStatisticsApi.as_view(), name="gate-statistics"

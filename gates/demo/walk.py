@@ -43,6 +43,9 @@ def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
     page = client.get("/", secure=True)
     shown = all(e.title in page.content.decode() for e in engagements)
     api = client.get("/api/v1/engagements/", secure=True)
+    gate = engagements[0].gates.get(kind="G1")
+    gate_page = client.get(f"/gates/{gate.pk}/", secure=True).content.decode()
+    signed = "in force: signed by both" in gate_page and "Customer: signed by customer" in gate_page
     return [
         DemoStep("vendor login", logged_in, "session created" if logged_in else "refused"),
         DemoStep(
@@ -51,6 +54,11 @@ def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
             f"HTTP {page.status_code}, demo engagements {'' if shown else 'not '}shown",
         ),
         DemoStep("REST API", api.status_code == 200, f"HTTP {api.status_code}"),
+        DemoStep(
+            "signed specs",
+            signed,
+            "G1 spec in force, both signatures shown" if signed else "signatures not shown",
+        ),
     ]
 
 

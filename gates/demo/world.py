@@ -18,6 +18,7 @@ from django.db import transaction
 
 from gates import services, specs
 from gates.models import Engagement, Gate, Host, Membership, Organization, Profile
+from gates.tenancy import viewer_for_user
 from simhost.hostconfig import HOST_PRESETS
 
 VENDOR = {"name": "Acme KV Tier (demo vendor)", "slug": "acme-kv", "kind": "vendor"}
@@ -87,7 +88,20 @@ def build_demo_world(*, passwords: dict[str, str]) -> list[Engagement]:
             organization = vendor if slug == vendor.slug else customer
             _user(username, passwords[username], organization, role)
         actor = services.Actor.system("demo")
-        return [_engagement(actor, customer, plan) for plan in ENGAGEMENTS]
+        engagements = [_engagement(actor, customer, plan) for plan in ENGAGEMENTS]
+        for engagement in engagements:
+            demo_sign_specs(engagement)
+        return engagements
+
+
+def demo_sign_specs(engagement: Engagement) -> None:
+    """Both parties sign every gate's latest spec through the same service a person uses, so
+    the demo's verdicts count and its pages show who signed what and when."""
+    for username in ("vendor", "customer"):
+        user = get_user_model().objects.get(username=username)
+        actor, viewer = services.Actor(user=user, label="demo"), viewer_for_user(user)
+        for gate in engagement.gates.all():
+            services.gate_spec_sign(actor=actor, viewer=viewer, spec=gate.current_spec)
 
 
 def demo_host_parameters(plan: DemoEngagement) -> dict:

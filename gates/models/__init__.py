@@ -2,6 +2,7 @@
 
 from gates.models.audit import AuditEvent
 from gates.models.choices import Verdict
+from gates.models.contract import Party, PartyKey, SpecSignature, StopLossReset
 from gates.models.engagements import Engagement, Gate, GateSpec
 from gates.models.health import ServiceHeartbeat
 from gates.models.hosts import Host, HostCleanup, Profile
@@ -25,10 +26,14 @@ __all__ = [
     "Measurement",
     "Membership",
     "Organization",
+    "Party",
+    "PartyKey",
     "Profile",
     "Run",
     "RunStep",
     "ServiceHeartbeat",
     "SoakSample",
+    "SpecSignature",
+    "StopLossReset",
     "Verdict",
 ]

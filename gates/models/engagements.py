@@ -106,10 +106,6 @@ class GateSpec(models.Model):
     created_by = user_reference()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     frozen_at = models.DateTimeField(null=True, blank=True)
-    vendor_signed_by = user_reference()
-    vendor_signed_at = models.DateTimeField(null=True, blank=True)
-    customer_signed_by = user_reference()
-    customer_signed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["gate", "-version"]
@@ -137,6 +133,37 @@ class GateSpec(models.Model):
     def is_frozen(self) -> bool:
         return self.frozen_at is not None
 
+    def signature(self, party: str):
+        """The party's signature over this version's digest, or None."""
+        return self.signatures.filter(party=party, digest=self.digest).first()
+
     @property
-    def fully_signed(self) -> bool:
-        return self.vendor_signed_at is not None and self.customer_signed_at is not None
+    def signed_parties(self) -> set[str]:
+        return set(self.signatures.filter(digest=self.digest).values_list("party", flat=True))
+
+    @property
+    def in_force(self) -> bool:
+        """Both parties signed this exact document: decisions on it count."""
+        return self.signed_parties >= {"vendor", "customer"}
+
+    fully_signed = in_force
+
+    @property
+    def vendor_signed_by(self):
+        signature = self.signature("vendor")
+        return signature.signed_by if signature else None
+
+    @property
+    def vendor_signed_at(self):
+        signature = self.signature("vendor")
+        return signature.signed_at if signature else None
+
+    @property
+    def customer_signed_by(self):
+        signature = self.signature("customer")
+        return signature.signed_by if signature else None
+
+    @property
+    def customer_signed_at(self):
+        signature = self.signature("customer")
+        return signature.signed_at if signature else None

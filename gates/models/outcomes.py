@@ -22,6 +22,9 @@ class Decision(AppendOnlyModel):
     runs = models.ManyToManyField("gates.Run", related_name="decisions", blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.ENGINE)
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    # Decided on a spec version that was not signed by both parties when its run started:
+    # shown, but it neither opens the next gate nor counts toward stop-loss.
+    rehearsal = models.BooleanField(default=False)
     clauses = models.JSONField(default=list, blank=True)
     result = models.JSONField(default=dict, blank=True)
     decided_by = user_reference()

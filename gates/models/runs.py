@@ -38,6 +38,8 @@ class Run(models.Model):
         "gates.Host", on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
     )
     attempt = models.PositiveIntegerField()
+    # Started on a spec version not yet signed by both parties: its decision never counts.
+    rehearsal = models.BooleanField(default=False)
     # Names the run's directory and launch tokens on the host: unique across databases too, so
     # a reset database or a second installation never adopts another run's processes.
     key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)

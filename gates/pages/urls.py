@@ -13,6 +13,7 @@ urlpatterns = [
     path("gates/<int:pk>/runs/start/", views.run_start, name="run-start"),
     path("gates/<int:pk>/review/", views.gate_review, name="gate-review"),
     path("gates/<int:pk>/spec/sign/", views.spec_sign, name="spec-sign"),
+    path("gates/<int:pk>/spec/reset/", views.gate_reset, name="gate-reset"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("planner/", planner.planner_page, name="planner"),

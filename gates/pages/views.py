@@ -16,6 +16,7 @@ from gates.errors import ServiceError
 from gates.health import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run
 from gates.pages import dashboards
+from gates.pages.contract import gate_contract
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import gate_clauses
@@ -75,7 +76,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "viewer": viewer,
             "spec_json": json.dumps(spec.document, indent=2) if spec else "",
             "runs": gate.runs.select_related("host", "spec")[:50],
-            "decisions": gate.decisions.select_related("decided_by")[:20],
+            "decisions": gate.decisions.select_related("decided_by", "spec")[:20],
             "clauses": gate_clauses(gate),
             "hosts": hosts,
             "runnable": has_program(gate.kind),
@@ -87,6 +88,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_review": viewer.can("gate.review") and gate.stop_loss_review,
             "dashboard": dashboards.gate_dashboard(gate),
             "statistics": g3_statistics(gate),
+            "contract": gate_contract(gate, spec, viewer),
         },
     )
 
@@ -185,16 +187,48 @@ def gate_review(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def spec_sign(request: HttpRequest, pk: int) -> HttpResponse:
+    """Sign the version and digest the page showed (a newer version makes this refuse)."""
     viewer = viewer_for_request(request)
     gate = get_visible_or_404(Gate, viewer, pk=pk)
+    spec = gate.specs.filter(version=_int(request.POST.get("version"))).first()
     try:
+        if spec is None:
+            raise ServiceError("that spec version does not exist", field="version")
         services.gate_spec_sign(
-            actor=services.Actor.from_request(request), viewer=viewer, spec=gate.current_spec
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            spec=spec,
+            digest=request.POST.get("digest") or None,
+            ssh_signature=request.POST.get("ssh_signature", ""),
         )
-        messages.info(request, f"Signed spec v{gate.current_spec.version}.")
+        messages.info(request, f"Signed spec v{spec.version}.")
     except ServiceError as error:
         messages.error(request, error.detail)
     return redirect("gates:gate-detail", pk=gate.pk)
+
+
+@login_required
+@require_POST
+def gate_reset(request: HttpRequest, pk: int) -> HttpResponse:
+    """Sign a stop-loss reset (opening it with a reason if none is pending)."""
+    viewer = viewer_for_request(request)
+    gate = get_visible_or_404(Gate, viewer, pk=pk)
+    try:
+        reset = services.stop_loss_reset_sign(
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            gate=gate,
+            reason=request.POST.get("reason", ""),
+        )
+        done = "in effect" if reset.effective_at else "waiting for the other party"
+        messages.info(request, f"Stop-loss reset signed: {done}.")
+    except ServiceError as error:
+        messages.error(request, error.detail)
+    return redirect("gates:gate-detail", pk=gate.pk)
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None
 
 
 @require_GET

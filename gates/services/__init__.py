@@ -20,21 +20,24 @@ from gates.services.cleanup import (
     host_cleanup_record,
     host_cleanups_due,
 )
-from gates.services.engagements import (
-    engagement_create,
-    engagement_stop,
+from gates.services.contract import (
+    SpecChange,
+    gate_spec_propose,
     gate_spec_sign,
     gate_spec_update,
-    gate_waive,
+    run_invalid,
+    stop_loss_reset_sign,
 )
+from gates.services.engagements import engagement_create, engagement_stop, gate_waive
 from gates.services.evaluation import run_decision_context, run_evaluate
-from gates.services.execution import host_target, run_execution
+from gates.services.execution import run_execution
 from gates.services.hosts import (
     host_create,
     host_credential,
     host_key_fingerprint,
     host_rotate_credentials,
     host_set_credential,
+    host_target,
 )
 from gates.services.planning import engagement_kv_plan_save
 from gates.services.recording import (
@@ -59,6 +62,7 @@ from gates.services.runs import (
     runs_stale,
     runs_to_redispatch,
 )
+from gates.services.signing_keys import party_key_register, ssh_signature_check
 from gates.services.tokens import api_token_create, api_token_revoke
 from gates.services.uploads import run_upload_decide, run_upload_record
 
@@ -72,6 +76,7 @@ __all__ = [
     "PoisonStepError",
     "RunSession",
     "ServiceError",
+    "SpecChange",
     "alert_claim_due",
     "alert_deliver",
     "alert_enqueue",
@@ -83,6 +88,7 @@ __all__ = [
     "engagement_create",
     "engagement_kv_plan_save",
     "engagement_stop",
+    "gate_spec_propose",
     "gate_spec_sign",
     "gate_spec_update",
     "gate_waive",
@@ -99,6 +105,7 @@ __all__ = [
     "host_rotate_credentials",
     "host_set_credential",
     "host_target",
+    "party_key_register",
     "run_assert_lease",
     "run_cancel",
     "run_claim",
@@ -107,6 +114,7 @@ __all__ = [
     "run_evaluate",
     "run_execution",
     "run_fail",
+    "run_invalid",
     "run_mark_canceled",
     "run_remote_dirs",
     "run_upload_decide",
@@ -114,4 +122,6 @@ __all__ = [
     "runs_due_for_retry",
     "runs_stale",
     "runs_to_redispatch",
+    "ssh_signature_check",
+    "stop_loss_reset_sign",
 ]

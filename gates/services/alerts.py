@@ -19,14 +19,18 @@ BACKOFF_BASE_S = 30
 BACKOFF_MAX_S = 3600
 
 
-def alert_recipients(engagement: Engagement) -> list[str]:
-    """The customer's own members and aliases, vendor staff and on-call; never another customer."""
-    members = Membership.objects.filter(receives_alerts=True).filter(
-        Q(organization_id=engagement.organization_id) | Q(organization__kind="vendor")
-    )
+def alert_recipients(engagement: Engagement, *, party: str | None = None) -> list[str]:
+    """The customer's own members and aliases, vendor staff and on-call; never another customer.
+    With `party`, only that side: "customer" (members and aliases) or "vendor" (staff)."""
+    customer = Q(organization_id=engagement.organization_id)
+    vendor = Q(organization__kind="vendor")
+    scope = {None: customer | vendor, "customer": customer, "vendor": vendor}[party]
+    members = Membership.objects.filter(receives_alerts=True).filter(scope)
     emails = {m.user.email for m in members.select_related("user") if m.user.email}
-    emails.update(engagement.organization.alert_emails)
-    emails.update(settings.TOLLGATE_ONCALL_EMAILS)
+    if party in (None, "customer"):
+        emails.update(engagement.organization.alert_emails)
+    if party in (None, "vendor"):
+        emails.update(settings.TOLLGATE_ONCALL_EMAILS)
     return sorted(e for e in emails if e)
 
 
@@ -39,8 +43,10 @@ def alert_enqueue(
     body: str,
     gate: Gate | None = None,
     run: Run | None = None,
+    recipients: list[str] | None = None,
 ) -> Alert:
-    """Create the outbox row once per key and poke the delivery task after commit."""
+    """Create the outbox row once per key and poke the delivery task after commit; to
+    `recipients` when given, else to everyone alert_recipients names."""
     alert, created = Alert.objects.get_or_create(
         idempotency_key=key,
         defaults={
@@ -48,7 +54,7 @@ def alert_enqueue(
             "engagement": engagement,
             "gate": gate,
             "run": run,
-            "recipients": alert_recipients(engagement),
+            "recipients": alert_recipients(engagement) if recipients is None else recipients,
             "subject": subject[:200],
             "body": body + _footer(engagement),
         },

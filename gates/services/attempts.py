@@ -4,14 +4,20 @@ wanted power), and what the engine needs to know (which attempt, the G2 noise fl
 
 The spec splits its error budget across `statistics.attempts` (docs/decisions.md), so an
 attempt that reached a clause verdict (pass, fail or inconclusive) spends its share whatever
-the spec version; invalid and infra_error attempts tested nothing and spend none.
+the spec version; invalid and infra_error attempts tested nothing and spend none. A rehearsal
+(a run on a version not yet signed by both parties) counts for nothing, so it spends nothing:
+its data never feeds a counted verdict. A signed stop-loss reset starts the count again.
 """
 
 from __future__ import annotations
 
 from gates.errors import ServiceError
-from gates.models import Decision, Gate, Verdict
-from gates.selectors import engagement_noise_floor, gate_operating_characteristic
+from gates.models import Gate, Verdict
+from gates.selectors import (
+    engagement_noise_floor,
+    gate_counted_decisions,
+    gate_operating_characteristic,
+)
 
 SPENDING = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
 
@@ -24,8 +30,9 @@ class AttemptsSpentError(ServiceError):
 
 
 def gate_attempts_spent(gate: Gate) -> int:
-    """Engine decisions of this gate that reached a clause verdict."""
-    return gate.decisions.filter(kind=Decision.Kind.ENGINE, verdict__in=SPENDING).count()
+    """Counted engine decisions of this gate (no rehearsals, none before a reset) that reached
+    a clause verdict."""
+    return gate_counted_decisions(gate).filter(verdict__in=SPENDING).count()
 
 
 def gate_attempts_allowed(document: dict) -> int | None:

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from gates.errors import ServiceError
 from gates.models import Host, HostCleanup, Run
-from gates.services.execution import host_target
+from gates.services.hosts import host_target
 from runners.cleanup import HostLeftovers
 from runners.transport import SshTarget
 

@@ -1,15 +1,15 @@
-"""Engagements, gate specs and gate progression: creating, versioning, signing, reviewing."""
+"""Engagements and gate progression: creating them with version-1 specs, opening gates,
+stop-loss review. Spec versions and signatures are in contract.py."""
 
 from __future__ import annotations
 
 from datetime import date
 
 from django.db import transaction
-from django.utils import timezone
 
 from gates import specs
-from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError, SpecInvalidError
-from gates.models import Decision, Engagement, Gate, GateSpec, Organization, Verdict
+from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
+from gates.models import Decision, Engagement, Gate, GateSpec, Organization
 from gates.services.alerts import alert_enqueue
 from gates.services.audit import Actor, audit_record
 from gates.tenancy import Viewer
@@ -63,60 +63,6 @@ def engagement_create(
             detail={"title": engagement.title},
         )
     return engagement
-
-
-def gate_spec_update(*, actor: Actor, gate: Gate, document: object) -> GateSpec:
-    """Store `document` as the gate's next spec version; earlier versions never change."""
-    if gate.state == Gate.State.WAIVED or gate.verdict == Verdict.PASS:
-        raise IllegalTransitionError(f"{gate.kind} is closed; its spec can no longer change")
-    with transaction.atomic():
-        latest = GateSpec.objects.select_for_update().filter(gate=gate).order_by("-version")
-        version = (latest.first().version if latest.exists() else 0) + 1
-        if isinstance(document, dict):
-            document = specs.with_version(document, version)
-        errors = specs.validate_spec(gate.kind, document)
-        if errors:
-            raise SpecInvalidError(errors)
-        spec = GateSpec.objects.create(
-            gate=gate,
-            version=version,
-            document=document,
-            digest=specs.spec_digest(document),
-            created_by=actor.user,
-        )
-        audit_record(
-            actor=actor,
-            action="spec.update",
-            target=spec,
-            organization_id=gate.engagement.organization_id,
-            detail={"gate": gate.kind, "version": version, "digest": spec.digest},
-        )
-    return spec
-
-
-def gate_spec_sign(*, actor: Actor, viewer: Viewer, spec: GateSpec) -> GateSpec:
-    """Sign a spec version for the viewer's party; a signed version is frozen."""
-    party = viewer.party
-    if party is None or not viewer.can("spec.sign"):
-        raise NotAllowedError("only a vendor engineer or a customer owner may sign a spec")
-    with transaction.atomic():
-        spec = GateSpec.objects.select_for_update().get(pk=spec.pk)
-        if spec.digest != specs.spec_digest(spec.document):
-            raise ServiceError("the stored spec does not match its digest", field="document")
-        now = timezone.now()
-        if getattr(spec, f"{party}_signed_at") is None:
-            setattr(spec, f"{party}_signed_by", actor.user)
-            setattr(spec, f"{party}_signed_at", now)
-        spec.frozen_at = spec.frozen_at or now
-        spec.save()
-        audit_record(
-            actor=actor,
-            action="spec.sign",
-            target=spec,
-            organization_id=spec.gate.engagement.organization_id,
-            detail={"party": party, "version": spec.version, "digest": spec.digest},
-        )
-    return spec
 
 
 def gate_move(gate: Gate, state: str) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from django.conf import settings
 
 from gates.errors import ServiceError
-from gates.models import Host, Run
-from gates.services.hosts import host_credential
+from gates.models import Decision, Engagement, Host, Run, Verdict
+from gates.selectors import gate_counted_decisions
+from gates.services.hosts import host_target
 from runners.commands import checked_values
+from runners.contract import inventory_of
 from runners.errors import SpecError
 from runners.execution import RunPlan, checked_retry_window
-from runners.transport import SshTarget
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
 DEFAULT_PYTHON = "/usr/bin/python3"
@@ -39,7 +40,25 @@ def run_execution(run: Run) -> RunPlan:
         serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
         retry_window_s=_retry_window(host),
         keep_run_dir=host.parameters.get("keep_run_dir", False),
+        accepted_inventory=None
+        if run.gate.kind == "G1"
+        else accepted_inventory(run.gate.engagement),
     )
+
+
+def accepted_inventory(engagement: Engagement) -> dict | None:
+    """The inventory of the host G1's counted pass was measured on; None when G1 was waived,
+    rehearsed only, or passed without probes (nothing accepted, nothing to compare)."""
+    # Imported here: evaluation imports runs, which imports this module for its value checks.
+    from gates.services.evaluation import run_g1_facts
+
+    g1 = engagement.gates.get(kind="G1")
+    passed: Decision | None = gate_counted_decisions(g1).filter(verdict=Verdict.PASS).first()
+    run = passed.runs.first() if passed else None
+    if run is None:
+        return None
+    inventory = inventory_of(run_g1_facts(run))
+    return inventory if any(value is not None for value in inventory.values()) else None
 
 
 def run_values(host: Host, spec: dict, *, model_name: str) -> dict:
@@ -69,19 +88,3 @@ def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:
 def _retry_window(host: Host) -> object:
     default = settings.TOLLGATE_TRANSPORT_RETRY_WINDOW_S
     return host.parameters.get("transport_retry_window_s", default)
-
-
-def host_target(host: Host, **timeouts: float) -> SshTarget:
-    """How to reach an SSH host, for runners.transport: the key decrypted in memory only
-    (SshTarget keeps it out of repr)."""
-    private_key = host_credential(host)
-    return SshTarget(
-        name=host.name,
-        address=host.address,
-        port=host.port,
-        username=host.username,
-        host_key=host.host_key,
-        private_key=private_key,
-        key_path=None if private_key else host.key_file_path or None,
-        **timeouts,
-    )

@@ -15,6 +15,7 @@ from gates.errors import DuplicateError, NotAllowedError, ServiceError
 from gates.models import Host, Organization, Profile
 from gates.services.audit import Actor, audit_record
 from gates.tenancy import Viewer
+from runners.transport import SshTarget
 
 HOST_KEY_TYPES = {
     "ssh-ed25519",
@@ -173,3 +174,19 @@ def _validate_credential(transport: str, private_key: str | None, key_file_path:
         raise ServiceError(
             "a private key or an absolute key file path is required", field="private_key"
         )
+
+
+def host_target(host: Host, **timeouts: float) -> SshTarget:
+    """How to reach an SSH host, for runners.transport: the key decrypted in memory only
+    (SshTarget keeps it out of repr)."""
+    private_key = host_credential(host)
+    return SshTarget(
+        name=host.name,
+        address=host.address,
+        port=host.port,
+        username=host.username,
+        host_key=host.host_key,
+        private_key=private_key,
+        key_path=None if private_key else host.key_file_path or None,
+        **timeouts,
+    )

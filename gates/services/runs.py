@@ -24,6 +24,7 @@ from gates.errors import (
     ServiceError,
 )
 from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
+from gates.selectors import gate_counted_decisions
 from gates.services import pokes
 from gates.services.alerts import alert_enqueue
 from gates.services.attempts import (
@@ -65,6 +66,9 @@ def run_create(
             spec=spec,
             host=host,
             attempt=attempt,
+            # Signed by both at the start or it never counts: a later signature does not
+            # turn a run measured against an unagreed bar into a counted one.
+            rehearsal=not spec.in_force,
             source=source,
             requested_by=actor.user,
             # A person uploads results over days: no worker claims it, so it starts running.
@@ -88,6 +92,7 @@ def run_create(
                 "attempt": attempt,
                 "host": host and host.name,
                 "spec_version": spec.version,
+                "rehearsal": run.rehearsal,
                 "source": source,
             },
         )
@@ -248,20 +253,25 @@ def decision_record(*, run_id: int, result: dict) -> Decision | None:
             spec=run.spec,
             kind=Decision.Kind.ENGINE,
             verdict=result["verdict"],
+            rehearsal=run.rehearsal,
             clauses=result.get("clauses", []),
             result=result,
             decided_by_system=result.get("engine", "tollgate decision engine"),
         )
         decision.runs.add(run)
         _end(run, Run.State.FINISHED, Run.Outcome.COMPLETED, "")
-        gate.verdict = decision.verdict
-        gate.decided_at = decision.created_at
-        gate_move(gate, Gate.State.DECIDED)
-        gate.save(update_fields=["verdict", "decided_at"])
-        _after_verdict(gate, decision)
+        if decision.rehearsal:
+            # Recorded and shown, but the gate keeps its counted verdict and nothing opens.
+            _gate_after_run_without_verdict(gate)
+        else:
+            gate.verdict = decision.verdict
+            gate.decided_at = decision.created_at
+            gate_move(gate, Gate.State.DECIDED)
+            gate.save(update_fields=["verdict", "decided_at"])
+            _after_verdict(gate, decision)
         audit_record(
             actor=Actor.system("decision-engine"),
-            action="gate.decide",
+            action="gate.rehearse" if decision.rehearsal else "gate.decide",
             target=gate,
             organization_id=gate.engagement.organization_id,
             detail={"verdict": decision.verdict, "run": run.pk, "decision": decision.pk},
@@ -278,9 +288,9 @@ def _after_verdict(gate: Gate, decision: Decision) -> None:
             gate.stop_loss_review = True
             gate.save(update_fields=["stop_loss_review"])
         return
-    verdicts = list(
-        gate.decisions.filter(kind=Decision.Kind.ENGINE).values_list("verdict", flat=True)
-    )
+    # Every counted attempt since the last reset both parties signed, whatever spec version
+    # it ran on: a new version does not wipe the failures of the old one.
+    verdicts = list(gate_counted_decisions(gate).values_list("verdict", flat=True))
     max_attempts = decision.spec.document.get("stop_loss", {}).get("max_attempts", 1)
     review = stop_loss_review(verdicts, max_attempts)
     if review["review"] or gate_attempts_exhausted(gate, decision.spec.document):
@@ -340,7 +350,7 @@ def _gate_after_run_without_verdict(gate: Gate) -> None:
     gate = Gate.objects.select_for_update().get(pk=gate.pk)
     if gate.state != Gate.State.RUNNING:
         return
-    decided_before = gate.decisions.filter(kind=Decision.Kind.ENGINE).exists()
+    decided_before = gate.decisions.filter(kind=Decision.Kind.ENGINE, rehearsal=False).exists()
     gate_move(gate, Gate.State.DECIDED if decided_before else Gate.State.READY)
 
 

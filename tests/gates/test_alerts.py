@@ -13,6 +13,7 @@ from django.utils import timezone
 from gates import services
 from gates.models import Alert, Membership
 from runners import tasks
+from tests.contract import sign_as_both
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +51,7 @@ def failed_gate(
 ):
     """G1 failed once: the outbox holds one alert."""
     gate = engagement.gates.get(kind="G1")
+    sign_as_both(gate)
     run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
     services.run_claim(run_id=run.pk)
     clause = {"check": "gpu_count", "verdict": "fail", "cause": "4 observed, 8 expected"}

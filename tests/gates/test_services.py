@@ -27,11 +27,13 @@ from gates.models import (
 )
 from gates.tenancy import viewer_for_user
 from tests.conftest import make_host
+from tests.contract import sign_as_both
 
 pytestmark = pytest.mark.django_db
 
 
 def start_run(actor, vendor_viewer, gate, host):
+    sign_as_both(gate)
     return services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
 
 

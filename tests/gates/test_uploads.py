@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from gates import services, specs
 from gates.models import Artifact, Run
+from tests.contract import sign_as_both
 from tests.gates.test_tenancy import token_client
 
 pytestmark = pytest.mark.django_db
@@ -86,6 +87,7 @@ def test_a_g1_upload_of_real_tool_outputs_is_decided_by_the_engine(api, actor, e
         free_disk_min_gib=1,
     )
     services.gate_spec_update(actor=actor, gate=gate, document=document)
+    sign_as_both(gate)
     run = upload_run(api, gate)
     uploads = {
         "gpu_nvidia": probe_file("nvidia-smi/telegraf__a100-sxm4-v12.xml"),
@@ -138,6 +140,7 @@ def g3_upload_gate(actor, vendor_viewer, engagement, host):
     ]
     document["validity"].update(require_kv_exceeds_vram=False, min_external_hit_rate=0)
     services.gate_spec_update(actor=actor, gate=gate, document=document)
+    sign_as_both(gate)
     return gate
 
 
@@ -215,6 +218,7 @@ def test_uploads_go_only_to_upload_runs_of_ones_own_organization(
 
 
 def pass_gate(actor, viewer, engagement, kind, host):
+    sign_as_both(engagement.gates.get(kind=kind))
     run = services.run_create(
         actor=actor, viewer=viewer, gate=engagement.gates.get(kind=kind), host=host
     )

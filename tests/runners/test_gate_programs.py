@@ -15,6 +15,7 @@ from gates.services import pokes
 from runners import tasks
 from runners.driver import stop_all
 from runners.transport import LocalTransport
+from tests.contract import sign_as_both
 from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
 from tests.sshd import wait_for
 
@@ -51,11 +52,13 @@ def drive(run: Run, *, until=None) -> Run:
 def start(actor, viewer, engagement, kind: str, host: Host, document: dict) -> Run:
     gate = engagement.gates.get(kind=kind)
     services.gate_spec_update(actor=actor, gate=gate, document=document)
+    sign_as_both(gate)
     return services.run_create(actor=actor, viewer=viewer, gate=gate, host=host)
 
 
 def pass_gate(actor, viewer, engagement, kind: str, host: Host) -> None:
     """Record a pass for a gate the test is not about, through the services."""
+    sign_as_both(engagement.gates.get(kind=kind))
     run = services.run_create(
         actor=actor, viewer=viewer, gate=engagement.gates.get(kind=kind), host=host
     )

@@ -54,7 +54,7 @@ PROMISED_VERDICTS = {
     f"{SHORT_CHAT} G2": "pass",
     f"{SHORT_CHAT} G3": "fail",
 }
-CHECKS = ("vendor login", "engagement list page", "REST API")
+CHECKS = ("vendor login", "engagement list page", "REST API", "signed specs")
 
 
 def summary_steps(stdout: str) -> dict[str, tuple[str, str]]:

@@ -14,6 +14,7 @@ from gates.decisions import decide_g1, decide_g2, decide_g3
 from gates.models import Decision, Gate, Run
 from gates.pages.dashboards import chart_metrics, gate_dashboard, run_panels
 from runners.steps import StepProgress
+from tests.contract import sign_as_both
 from tests.gates.charts.test_charts import (
     CONTEXT,
     estimate_traces,
@@ -60,6 +61,7 @@ def g2_observed(a_b: list[tuple[float, float]], hit_rate: float = 0.63) -> dict:
 def uploaded_run(actor, viewer, gate: Gate) -> Run:
     """A run of uploaded results (running from the start): no host and no broker message, as
     for an air-gapped host, so these tests need no worker."""
+    sign_as_both(gate)
     return services.run_create(
         actor=actor, viewer=viewer, gate=gate, host=None, source=Run.Source.UPLOAD
     )

@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from gates import services
 from gates.models import AuditEvent, Gate, Run
+from tests.contract import sign_as_both
 
 pytestmark = pytest.mark.django_db
 
@@ -96,6 +97,7 @@ def test_stop_loss_review_from_the_page_is_audited(
     client, vendor_admin, actor, vendor_viewer, engagement, host
 ):
     gate = engagement.gates.get(kind="G1")
+    sign_as_both(gate)
     for _ in range(2):
         run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
         services.run_claim(run_id=run.pk)

@@ -1,0 +1,52 @@
+"""What the gate page shows of the contract: who signed which version when, the version in
+force, the proposal and its diff, and which signing buttons this viewer gets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gates.models import Gate, GateSpec
+from gates.selectors import (
+    gate_counted_decisions,
+    gate_spec_in_force,
+    gate_spec_proposed,
+    spec_changes_from_force,
+)
+from gates.specdiff import FieldChange
+from gates.tenancy import Viewer
+
+
+@dataclass(frozen=True)
+class GateContract:
+    latest: GateSpec
+    in_force: GateSpec | None
+    proposed: GateSpec | None
+    changes: list[FieldChange] = field(default_factory=list)
+    signatures: list = field(default_factory=list)
+    awaiting: list[str] = field(default_factory=list)
+    # The party this viewer signs for, when the latest version still lacks its signature.
+    can_sign_as: str | None = None
+    counted_failures: int = 0
+    pending_reset: object = None
+    can_sign_reset: bool = False
+
+
+def gate_contract(gate: Gate, spec: GateSpec, viewer: Viewer) -> GateContract:
+    signed = spec.signed_parties
+    party = viewer.signing_party
+    failures = gate_counted_decisions(gate).filter(verdict="fail").count()
+    pending = gate.resets.filter(effective_at__isnull=True).first()
+    reset_signed = pending is not None and getattr(pending, f"{party}_signed_at", None)
+    proposed = gate_spec_proposed(gate)
+    return GateContract(
+        latest=spec,
+        in_force=gate_spec_in_force(gate),
+        proposed=proposed,
+        changes=spec_changes_from_force(gate, proposed) if proposed else [],
+        signatures=list(spec.signatures.filter(digest=spec.digest).select_related("signed_by")),
+        awaiting=[p for p in ("vendor", "customer") if p not in signed],
+        can_sign_as=party if party and party not in signed else None,
+        counted_failures=failures,
+        pending_reset=pending,
+        can_sign_reset=bool(party) and (failures > 0 or pending is not None) and not reset_signed,
+    )
