@@ -18,7 +18,7 @@ OC_CACHE_S = 24 * 3600
 
 def gate_latest_decision(gate: Gate) -> Decision | None:
     """The gate's newest decision made by the engine (not a waiver or a stop)."""
-    return gate.decisions.filter(kind=Decision.Kind.ENGINE).first()
+    return gate.decisions.filter(kind=Decision.Kind.ENGINE).select_related("spec").first()
 
 
 def gate_clauses(gate: Gate) -> list[dict]:

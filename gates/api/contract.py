@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import Gate, GateSpec, PartyKey, SpecSignature
 from gates.selectors import gate_spec_in_force, gate_spec_proposed, spec_changes_from_force
@@ -238,6 +239,7 @@ class PartyKeyApi(APIView):
         request=inline_serializer("PartyKeyCreate", {"public_key": serializers.CharField()}),
         responses={201: PartyKeySerializer},
     )
+    @idempotent
     def post(self, request):
         body = _object_body(request.data, "public_key")
         public_key = body.get("public_key")

@@ -83,7 +83,10 @@ RULES: dict[str, Rule] = {
     "api:engagement-detail": api("engagement", GET="read"),
     "api:gate-detail": api("gate", GET="read"),
     "api:gate-spec": api("gate", GET="read", PUT="run", body={"document": {}}),
-    "api:gate-spec-sign": api("gate", POST="sign"),
+    "api:gate-spec-sign": api("gate", POST="sign", body={"version": 1}),
+    "api:gate-reset": api("gate", POST="sign", body={"reason": "the bar was wrong"}),
+    "api:gate-statistics": api("gate", GET="read"),
+    "api:party-keys": api(GET="read", POST="sign", creates=True, body={"public_key": "x"}),
     "api:gate-runs": api("gate", GET="read", POST="run", creates=True, body={"host": "gpu-1"}),
     "api:run-detail": api("run", GET="read"),
     "api:run-cancel": api("run", POST="run"),
@@ -108,6 +111,7 @@ RULES: dict[str, Rule] = {
     "gates:run-start": page("gate", "POST", body={"host": "1"}),
     "gates:gate-review": page("gate", "POST", body={"action": "waive"}),
     "gates:spec-sign": page("gate", "POST"),
+    "gates:gate-reset": page("gate", "POST", body={"reason": "the bar was wrong"}),
     "gates:run-detail": page("run", "GET"),
     "gates:run-cancel": page("run", "POST"),
     "gates:planner": page(None, "GET", "POST"),
@@ -249,8 +253,10 @@ def url_for(name: str, objects: dict) -> str:
 
 def send(client, method: str, url: str, rule: Rule):
     # Pages post forms; the API takes JSON, or a form where the view parses one (uploads).
-    form = rule.kind == "page" or rule.body is UPLOAD
-    return getattr(client, method.lower())(url, rule.body, **({} if form else {"format": "json"}))
+    if rule.kind == "page":
+        return getattr(client, method.lower())(url, rule.body)
+    body_format = "multipart" if rule.body is UPLOAD else "json"
+    return getattr(client, method.lower())(url, rule.body, format=body_format)
 
 
 def row_counts() -> dict:
