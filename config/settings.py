@@ -251,6 +251,21 @@ EMAIL_BACKEND = env(
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "tollgate@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 TOLLGATE_ONCALL_EMAILS = envlist("TOLLGATE_ONCALL_EMAILS")
+# --- Alerts (docs/alerts.md) -----------------------------------------------------------------
+# An unacknowledged critical alert is re-sent to a wider list every ESCALATE_AFTER seconds,
+# at most ESCALATION_MAX times; the wider list adds these to the engagement's own.
+TOLLGATE_ESCALATE_AFTER_S = envint("TOLLGATE_ESCALATE_AFTER_S", 1800)
+TOLLGATE_ESCALATION_MAX = envint("TOLLGATE_ESCALATION_MAX", 3)
+TOLLGATE_ESCALATION_EMAILS = envlist("TOLLGATE_ESCALATION_EMAILS")
+TOLLGATE_ACK_LINK_MAX_AGE_S = envint("TOLLGATE_ACK_LINK_MAX_AGE_S", 7 * 24 * 3600)
+# Webhooks go to public HTTPS addresses only; a receiver inside the network needs this on.
+TOLLGATE_WEBHOOK_ALLOW_PRIVATE = envbool("TOLLGATE_WEBHOOK_ALLOW_PRIVATE", False)
+TOLLGATE_WEBHOOK_TIMEOUT_S = envint("TOLLGATE_WEBHOOK_TIMEOUT_S", 10)
+# A CA bundle for receivers behind a private CA (default: the system's).
+TOLLGATE_WEBHOOK_CA_FILE = env("TOLLGATE_WEBHOOK_CA_FILE", "")
+# The dead-man switch: a heartbeat older than this is stale (healthcheck exits non-zero).
+TOLLGATE_WORKER_STALE_S = envint("TOLLGATE_WORKER_STALE_S", 180)
+TOLLGATE_BEAT_STALE_S = envint("TOLLGATE_BEAT_STALE_S", 120)
 
 # --- Secrets at rest -------------------------------------------------------------------------
 # Base64 AES-256 keys, newest first: the first encrypts, every key may decrypt (rotation).
@@ -321,8 +336,11 @@ CELERY_BEAT_SCHEDULE = {
     "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": _BEAT_EVERY_S},
     "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": _BEAT_EVERY_S},
     "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": _BEAT_EVERY_S},
-    "canary": {"task": "runners.canary", "schedule": 60.0},
+    "escalate-alerts": {"task": "runners.escalate_alerts", "schedule": _BEAT_EVERY_S},
+    "canary": {"task": "runners.canary", "schedule": min(60.0, _BEAT_EVERY_S * 2)},
 }
+# The beat writes its own heartbeat as it ticks (runners.tasks.HeartbeatScheduler).
+CELERY_BEAT_SCHEDULER = "runners.tasks:HeartbeatScheduler"
 
 # --- REST API --------------------------------------------------------------------------------
 REST_FRAMEWORK = {

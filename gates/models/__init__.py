@@ -1,5 +1,6 @@
 """Tollgate's domain models, split by sub-domain; import them from `gates.models`."""
 
+from gates.models.alerting import AlertPreference, AlertSettings, WebhookEndpoint
 from gates.models.audit import AuditEvent
 from gates.models.choices import Verdict
 from gates.models.engagements import Engagement, Gate, GateSpec
@@ -11,6 +12,8 @@ from gates.models.tenancy import ApiToken, Membership, Organization
 
 __all__ = [
     "Alert",
+    "AlertPreference",
+    "AlertSettings",
     "ApiToken",
     "Artifact",
     "AuditEvent",
@@ -28,4 +31,5 @@ __all__ = [
     "ServiceHeartbeat",
     "SoakSample",
     "Verdict",
+    "WebhookEndpoint",
 ]

@@ -195,5 +195,6 @@ def healthz(request: HttpRequest) -> JsonResponse:
             "database": "ok",
             "worker_canary_age_s": age,
             "worker": "ok" if age is not None and age < CANARY_STALE_S else "stale",
+            **services.heartbeat_report(),
         }
     )
