@@ -86,7 +86,7 @@ def address_problem(address: str) -> str | None:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    for reason in ("loopback", "link_local", "private", "multicast", "reserved", "unspecified"):
+    for reason in ("unspecified", "loopback", "link_local", "multicast", "private", "reserved"):
         if getattr(ip, f"is_{reason}"):
             return reason.replace("_", "-")
     return None if ip.is_global else "non-global"
