@@ -266,6 +266,7 @@ TOLLGATE_WEBHOOK_CA_FILE = env("TOLLGATE_WEBHOOK_CA_FILE", "")
 # The dead-man switch: a heartbeat older than this is stale (healthcheck exits non-zero).
 TOLLGATE_WORKER_STALE_S = envint("TOLLGATE_WORKER_STALE_S", 180)
 TOLLGATE_BEAT_STALE_S = envint("TOLLGATE_BEAT_STALE_S", 120)
+TOLLGATE_BEAT_HEARTBEAT_S = envint("TOLLGATE_BEAT_HEARTBEAT_S", 10)
 
 # --- Secrets at rest -------------------------------------------------------------------------
 # Base64 AES-256 keys, newest first: the first encrypts, every key may decrypt (rotation).

@@ -128,17 +128,17 @@ class HeartbeatScheduler(PersistentScheduler):
     """The beat's own scheduler, writing the "beat" heartbeat as it ticks, so the dead-man
     switch tells a dead beat from a dead worker (a task would prove only the worker alive)."""
 
-    heartbeat_every_s = 10.0
     _last_heartbeat = float("-inf")
 
     def tick(self, *args, **kwargs) -> float:
         interval = super().tick(*args, **kwargs)
+        every_s = float(settings.TOLLGATE_BEAT_HEARTBEAT_S)
         now = time.monotonic()
-        if now - self._last_heartbeat >= self.heartbeat_every_s:
+        if now - self._last_heartbeat >= every_s:
             self._last_heartbeat = now
             try:
                 close_old_connections()
                 services.heartbeat_record(name="beat")
             except DatabaseError:  # a database outage must not stop the schedule itself
                 logger.warning("beat heartbeat not written", exc_info=True)
-        return min(interval, self.heartbeat_every_s)
+        return min(interval, every_s)
