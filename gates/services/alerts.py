@@ -23,6 +23,12 @@ from gates.models import (
 )
 from gates.services import pokes
 
+# Delivery lives in alert_delivery.py; re-exported so `from gates.services.alerts import
+# alert_deliver` keeps working for the callers written before the split.
+from gates.services.alert_delivery import alert_claim_due, alert_deliver
+
+__all__ = ["alert_claim_due", "alert_deliver", "alert_enqueue", "alert_recipients"]
+
 
 def alert_recipients(
     engagement: Engagement | None, *, event: str | None = None, party: str | None = None
