@@ -209,3 +209,18 @@ def test_a_stale_signature_does_not_verify():
     assert webhooks.verify(b"s", header, body, now=1_100)
     assert not webhooks.verify(b"s", header, body, now=2_000)
     assert not webhooks.verify(b"s", header, b"{ }", now=1_100)
+
+
+def test_an_address_that_became_private_after_saving_is_refused_at_send(
+    receiver, actor, vendor_viewer, engagement, host, settings
+):
+    """The rules run again at every delivery (a DNS answer may change after the check)."""
+    server, url = receiver()
+    endpoint, _ = hook(actor, vendor_viewer, engagement, url)
+    settings.TOLLGATE_WEBHOOK_ALLOW_PRIVATE = False
+    fail_gate(actor, vendor_viewer, engagement, host)
+    copy = Alert.objects.get(channel="webhook", webhook=endpoint)
+    tasks.deliver_alert(copy.pk)
+    copy.refresh_from_db()
+    assert copy.delivered_at is None and "loopback" in copy.last_error
+    assert copy.pk not in services.alert_claim_due() and not server.received
