@@ -14,65 +14,13 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.environment import TRUE_WORDS, env, envbool, envint, envlist, read_dotenv
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-TRUE_WORDS = {"1", "true", "yes", "on"}
-FALSE_WORDS = {"0", "false", "no", "off", ""}
-
-
-def _read_dotenv(path: Path) -> None:
-    """Load KEY=VALUE lines from a local .env without overriding the real environment."""
-    if not path.is_file():
-        return
-    for number, raw in enumerate(path.read_text().splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise ImproperlyConfigured(f"{path}:{number}: expected KEY=VALUE")
-        os.environ.setdefault(key.strip(), value.strip().strip("'\""))
-
-
-def env(name: str, default: str | None = None) -> str | None:
-    """The value of NAME, or the content of the file named by NAME_FILE (Docker secrets)."""
-    file_path = os.environ.get(f"{name}_FILE")
-    if file_path:
-        try:
-            return Path(file_path).read_text().strip()
-        except OSError as error:
-            raise ImproperlyConfigured(f"{name}_FILE={file_path}: {error.strerror}") from error
-    return os.environ.get(name, default)
-
-
-def envbool(name: str, default: bool) -> bool:
-    value = env(name)
-    if value is None:
-        return default
-    if value.strip().lower() in TRUE_WORDS:
-        return True
-    if value.strip().lower() in FALSE_WORDS:
-        return False
-    raise ImproperlyConfigured(f"{name} must be true or false, not {value!r}")
-
-
-def envint(name: str, default: int) -> int:
-    value = env(name)
-    if value is None or value.strip() == "":
-        return default
-    try:
-        return int(value)
-    except ValueError as error:
-        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from error
-
-
-def envlist(name: str, default: str = "") -> list[str]:
-    return [item.strip() for item in (env(name, default) or "").split(",") if item.strip()]
-
-
 # A local .env (written by `make demo`/`make test` for development); TOLLGATE_ENV_FILE= disables.
 _dotenv = os.environ.get("TOLLGATE_ENV_FILE", str(BASE_DIR / ".env"))
 if _dotenv:
-    _read_dotenv(Path(_dotenv))
+    read_dotenv(Path(_dotenv))
 
 VAR_DIR = Path(env("TOLLGATE_VAR_DIR") or BASE_DIR / "var")
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -273,6 +221,22 @@ EMAIL_BACKEND = env(
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "tollgate@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 TOLLGATE_ONCALL_EMAILS = envlist("TOLLGATE_ONCALL_EMAILS")
+# --- Alerts (docs/alerts.md) -----------------------------------------------------------------
+# An unacknowledged critical alert is re-sent to a wider list every ESCALATE_AFTER seconds,
+# at most ESCALATION_MAX times; the wider list adds these to the engagement's own.
+TOLLGATE_ESCALATE_AFTER_S = envint("TOLLGATE_ESCALATE_AFTER_S", 1800)
+TOLLGATE_ESCALATION_MAX = envint("TOLLGATE_ESCALATION_MAX", 3)
+TOLLGATE_ESCALATION_EMAILS = envlist("TOLLGATE_ESCALATION_EMAILS")
+TOLLGATE_ACK_LINK_MAX_AGE_S = envint("TOLLGATE_ACK_LINK_MAX_AGE_S", 7 * 24 * 3600)
+# Webhooks go to public HTTPS addresses only; a receiver inside the network needs this on.
+TOLLGATE_WEBHOOK_ALLOW_PRIVATE = envbool("TOLLGATE_WEBHOOK_ALLOW_PRIVATE", False)
+TOLLGATE_WEBHOOK_TIMEOUT_S = envint("TOLLGATE_WEBHOOK_TIMEOUT_S", 10)
+# A CA bundle for receivers behind a private CA (default: the system's).
+TOLLGATE_WEBHOOK_CA_FILE = env("TOLLGATE_WEBHOOK_CA_FILE", "")
+# The dead-man switch: a heartbeat older than this is stale (healthcheck exits non-zero).
+TOLLGATE_WORKER_STALE_S = envint("TOLLGATE_WORKER_STALE_S", 180)
+TOLLGATE_BEAT_STALE_S = envint("TOLLGATE_BEAT_STALE_S", 120)
+TOLLGATE_BEAT_HEARTBEAT_S = envint("TOLLGATE_BEAT_HEARTBEAT_S", 10)
 
 # --- Secrets at rest -------------------------------------------------------------------------
 # Base64 AES-256 keys, newest first: the first encrypts, every key may decrypt (rotation).
@@ -352,8 +316,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "runners.retry_unreachable_runs",
         "schedule": min(_BEAT_EVERY_S, 5.0),
     },
-    "canary": {"task": "runners.canary", "schedule": 60.0},
+    "escalate-alerts": {"task": "runners.escalate_alerts", "schedule": _BEAT_EVERY_S},
+    "canary": {"task": "runners.canary", "schedule": min(60.0, _BEAT_EVERY_S * 2)},
 }
+# The beat writes its own heartbeat as it ticks (runners.tasks.HeartbeatScheduler).
+CELERY_BEAT_SCHEDULER = "runners.tasks:HeartbeatScheduler"
 
 # --- REST API --------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -67,6 +67,7 @@ ROLE_ACTIONS = {
         "host.manage",
         "token.manage",
         "alert.ack",
+        "alert.configure",
     },
     # An engineer proposes specs; only a vendor admin signs them for the vendor.
     Role.VENDOR_ENGINEER: {
@@ -77,8 +78,16 @@ ROLE_ACTIONS = {
         "host.manage",
         "token.manage",
         "alert.ack",
+        "alert.configure",
     },
-    Role.CUSTOMER_OWNER: {"spec.sign", "run.start", "run.cancel", "token.manage", "alert.ack"},
+    Role.CUSTOMER_OWNER: {
+        "spec.sign",
+        "run.start",
+        "run.cancel",
+        "token.manage",
+        "alert.ack",
+        "alert.configure",
+    },
     Role.CUSTOMER_VIEWER: set(),
 }
 # What a token may do, on top of its creator's role: "run" is the write scope for automation;

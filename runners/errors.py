@@ -6,6 +6,10 @@ expected failure is raised as one of these and mapped to a run outcome by the ta
 
 from __future__ import annotations
 
+# How a refused, changed host key begins its reason; a run's reason is the durable record of
+# its failure, and the alert for a changed key is raised from it (gates.services.alert_events).
+HOST_KEY_CHANGED = "host key changed"
+
 
 class RunnerError(Exception):
     """Base of every expected failure; `outcome` is the run outcome it maps to."""

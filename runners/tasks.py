@@ -13,7 +13,9 @@ import time
 from pathlib import Path
 
 from celery import shared_task
+from celery.beat import PersistentScheduler
 from django.conf import settings
+from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from gates import services
@@ -190,3 +192,28 @@ def deliver_alerts() -> None:
 @shared_task(name="runners.canary")
 def canary() -> None:
     ServiceHeartbeat.objects.update_or_create(name="worker", defaults={"at": timezone.now()})
+
+
+@shared_task(name="runners.escalate_alerts")
+def escalate_alerts() -> None:
+    services.alerts_escalate()
+
+
+class HeartbeatScheduler(PersistentScheduler):
+    """The beat's own scheduler, writing the "beat" heartbeat as it ticks, so the dead-man
+    switch tells a dead beat from a dead worker (a task would prove only the worker alive)."""
+
+    _last_heartbeat = float("-inf")
+
+    def tick(self, *args, **kwargs) -> float:
+        interval = super().tick(*args, **kwargs)
+        every_s = float(settings.TOLLGATE_BEAT_HEARTBEAT_S)
+        now = time.monotonic()
+        if now - self._last_heartbeat >= every_s:
+            self._last_heartbeat = now
+            try:
+                close_old_connections()
+                services.heartbeat_record(name="beat")
+            except DatabaseError:  # a database outage must not stop the schedule itself
+                logger.warning("beat heartbeat not written", exc_info=True)
+        return min(interval, every_s)

@@ -26,6 +26,7 @@ PURE = (
     "gates/spec_statistics.py",
     "gates/specdiff.py",
     "gates/sshsig.py",
+    "gates/alerts/events.py",
 )
 FRAMEWORKS = (
     "django",

@@ -10,14 +10,16 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from django.test import Client
+from django.utils.html import escape
 
 from gates import services
 from gates.demo.world import demo_host
-from gates.models import Engagement, Gate, Run, Verdict
+from gates.models import Alert, Engagement, Gate, Run, Verdict
 from gates.tenancy import viewer_for_user
 
 RUN_TIMEOUT_S = 600
 POLL_S = 0.5
+ALERT_TIMEOUT_S = 60
 
 
 @dataclass
@@ -33,6 +35,34 @@ def walk_demo(
     steps = check_pages(engagements, password)
     for engagement in engagements:
         steps += walk_engagement(engagement, say)
+    return steps + check_alerts(engagements, password)
+
+
+def check_alerts(engagements: list[Engagement], password: str) -> list[DemoStep]:
+    """The failing engagement's alerts: delivered by the worker (to the console backend on the
+    embedded defaults) and listed on its engagement page."""
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.login(username="vendor", password=password)
+    steps = []
+    for engagement in engagements:
+        alerts = Alert.objects.filter(engagement=engagement, parent__isnull=True)
+        if not alerts.exists():
+            continue
+        deadline = time.monotonic() + ALERT_TIMEOUT_S
+        while alerts.filter(delivered_at__isnull=True).exists() and time.monotonic() < deadline:
+            time.sleep(POLL_S)  # polling for the worker's delivery, with a deadline
+        page = client.get(f"/engagements/{engagement.pk}/", secure=True).content.decode()
+        waiting = alerts.filter(delivered_at__isnull=True).count()
+        listed = all(escape(a.subject) in page for a in alerts.filter(acked_at__isnull=True))
+        steps.append(
+            DemoStep(
+                f"{engagement.title} alerts",
+                waiting == 0 and listed,
+                f"{alerts.count()} sent ({', '.join(sorted(set(a.event for a in alerts)))})"
+                if waiting == 0
+                else f"{waiting} not delivered after {ALERT_TIMEOUT_S} s: is a worker running?",
+            )
+        )
     return steps
 
 

@@ -1,5 +1,6 @@
 """Tollgate's domain models, split by sub-domain; import them from `gates.models`."""
 
+from gates.models.alerting import AlertPreference, AlertSettings, WebhookEndpoint
 from gates.models.audit import AuditEvent
 from gates.models.choices import Verdict
 from gates.models.contract import Party, PartyKey, SpecSignature, StopLossReset
@@ -13,6 +14,8 @@ from gates.models.tenancy import ApiToken, Membership, Organization
 
 __all__ = [
     "Alert",
+    "AlertPreference",
+    "AlertSettings",
     "ApiToken",
     "Artifact",
     "AuditEvent",
@@ -36,4 +39,5 @@ __all__ = [
     "SpecSignature",
     "StopLossReset",
     "Verdict",
+    "WebhookEndpoint",
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import planner, views
+from gates.pages import alerts, planner, views
 
 app_name = "gates"
 
@@ -18,4 +18,8 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("planner/", planner.planner_page, name="planner"),
     path("planner/engagements/<int:pk>/save/", planner.planner_save, name="planner-save"),
+    path("alerts/ack/<str:token>/", alerts.alert_ack, name="alert-ack"),
+    path("alerts/<int:pk>/ack/", alerts.alert_ack_here, name="alert-ack-here"),
+    path("settings/alerts/", alerts.alert_preferences, name="alert-preferences"),
+    path("engagements/<int:pk>/alerts/", alerts.engagement_alerts, name="engagement-alerts"),
 ]

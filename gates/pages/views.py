@@ -233,6 +233,11 @@ def _int(text: str | None) -> int | None:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """For load balancers and compose: 503 when a required dependency fails (gates/health.py)."""
+    """For load balancers and compose: 503 when a required dependency fails (gates/health.py);
+    the worker and beat heartbeats, and which are stale, beside the checks."""
     report = service_health()
+    if report["checks"]["database"]["ok"]:  # the heartbeats are rows: unreadable without it
+        report.update(services.heartbeat_report())
+        if report["stale"] and report["status"] == "ok":
+            report["status"] = "degraded"
     return JsonResponse(report, status=503 if report["status"] == "unavailable" else 200)

@@ -9,7 +9,13 @@ host_rotate_credentials leave the audit event to their callers.
 """
 
 from gates.errors import ServiceError
-from gates.services.alerts import alert_claim_due, alert_deliver, alert_enqueue, alert_recipients
+from gates.services.alert_delivery import alert_claim_due, alert_deliver
+from gates.services.alert_settings import (
+    alert_preference_save,
+    engagement_alert_settings_save,
+    webhook_create,
+)
+from gates.services.alerts import alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
 from gates.services.cleanup import (
     CleanupJob,
@@ -29,8 +35,15 @@ from gates.services.contract import (
     stop_loss_reset_sign,
 )
 from gates.services.engagements import engagement_create, engagement_stop, gate_waive
+from gates.services.escalation import alert_acknowledge, alert_acknowledge_link, alerts_escalate
 from gates.services.evaluation import run_decision_context, run_evaluate
 from gates.services.execution import run_execution
+from gates.services.health import (
+    heartbeat_checks,
+    heartbeat_record,
+    heartbeat_report,
+    silence_alert_send,
+)
 from gates.services.hosts import (
     host_create,
     host_credential,
@@ -77,14 +90,19 @@ __all__ = [
     "RunSession",
     "ServiceError",
     "SpecChange",
+    "alert_acknowledge",
+    "alert_acknowledge_link",
     "alert_claim_due",
     "alert_deliver",
     "alert_enqueue",
+    "alert_preference_save",
     "alert_recipients",
+    "alerts_escalate",
     "api_token_create",
     "api_token_revoke",
     "audit_record",
     "decision_record",
+    "engagement_alert_settings_save",
     "engagement_create",
     "engagement_kv_plan_save",
     "engagement_stop",
@@ -92,6 +110,9 @@ __all__ = [
     "gate_spec_sign",
     "gate_spec_update",
     "gate_waive",
+    "heartbeat_checks",
+    "heartbeat_record",
+    "heartbeat_report",
     "host_cleanup_claim",
     "host_cleanup_finish",
     "host_cleanup_pending",
@@ -122,6 +143,8 @@ __all__ = [
     "runs_due_for_retry",
     "runs_stale",
     "runs_to_redispatch",
+    "silence_alert_send",
     "ssh_signature_check",
     "stop_loss_reset_sign",
+    "webhook_create",
 ]

@@ -1,120 +1,152 @@
-"""The alert outbox: one row per event and idempotency key; a task delivers it by email."""
+"""The alert outbox: one row per event and idempotency key, written in the transaction of what
+caused it; a task delivers it (gates/services/alert_delivery.py). Who hears of it is decided
+here, once, when the row is written."""
 
 from __future__ import annotations
 
-import hashlib
-from datetime import timedelta
-
 from django.conf import settings
-from django.core.mail import EmailMessage
 from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
-from gates.models import Alert, Engagement, Gate, Membership, Run
+from gates.alerts import content
+from gates.alerts.events import event_kind, webhook_key
+from gates.alerts.links import ack_url
+from gates.models import (
+    Alert,
+    AlertPreference,
+    AlertSettings,
+    Decision,
+    Engagement,
+    Gate,
+    Membership,
+    Run,
+)
 from gates.services import pokes
 
-MAX_DELIVERY_ATTEMPTS = 8
-BACKOFF_BASE_S = 30
-BACKOFF_MAX_S = 3600
+# Delivery lives in alert_delivery.py; re-exported so `from gates.services.alerts import
+# alert_deliver` keeps working for the callers written before the split.
+from gates.services.alert_delivery import alert_claim_due, alert_deliver
+
+__all__ = ["alert_claim_due", "alert_deliver", "alert_enqueue", "alert_recipients"]
 
 
-def alert_recipients(engagement: Engagement, *, party: str | None = None) -> list[str]:
-    """The customer's own members and aliases, vendor staff and on-call; never another customer.
-    With `party`, only that side: "customer" (members and aliases) or "vendor" (staff)."""
-    customer = Q(organization_id=engagement.organization_id)
-    vendor = Q(organization__kind="vendor")
-    scope = {None: customer | vendor, "customer": customer, "vendor": vendor}[party]
-    members = Membership.objects.filter(receives_alerts=True).filter(scope)
-    emails = {m.user.email for m in members.select_related("user") if m.user.email}
-    if party in (None, "customer"):
-        emails.update(engagement.organization.alert_emails)
+def alert_recipients(
+    engagement: Engagement | None, *, event: str | None = None, party: str | None = None
+) -> list[str]:
+    """The customer's own members and addresses, vendor staff and on-call; never another
+    customer. With `party`, only that side ("customer" or "vendor"). Members who muted a
+    switchable `event` are left out; without an engagement, on-call only."""
+    emails: set[str] = set()
+    if engagement is not None:
+        emails |= _member_emails(engagement, event, party)
+        if party in (None, "customer"):
+            emails.update(engagement.organization.alert_emails)
+            emails.update(_engagement_settings(engagement).extra_emails)
     if party in (None, "vendor"):
         emails.update(settings.TOLLGATE_ONCALL_EMAILS)
     return sorted(e for e in emails if e)
+
+
+def _member_emails(engagement: Engagement, event: str | None, party: str | None) -> set[str]:
+    customer = Q(organization_id=engagement.organization_id)
+    vendor = Q(organization__kind="vendor")
+    scope = {None: customer | vendor, "customer": customer, "vendor": vendor}[party]
+    members = Membership.objects.filter(scope, receives_alerts=True).select_related("user")
+    emails = {m.user.email for m in members if m.user.email}
+    if event is not None and event_kind(event).switchable:
+        muted = AlertPreference.objects.filter(
+            muted_events__contains=[event], user__email__in=emails
+        ).values_list("user__email", flat=True)
+        emails -= set(muted)
+    return emails
+
+
+def _engagement_settings(engagement: Engagement) -> AlertSettings:
+    found = AlertSettings.objects.filter(engagement=engagement).first()
+    return found or AlertSettings(engagement=engagement)
+
+
+def alert_is_switched_off(engagement: Engagement | None, event: str) -> bool:
+    if engagement is None or not event_kind(event).switchable:
+        return False
+    return event in _engagement_settings(engagement).disabled_events
 
 
 def alert_enqueue(
     *,
     event: str,
     key: str,
-    engagement: Engagement,
+    engagement: Engagement | None,
     subject: str,
-    body: str,
+    body: str = "",
     gate: Gate | None = None,
     run: Run | None = None,
     recipients: list[str] | None = None,
-) -> Alert:
-    """Create the outbox row once per key and poke the delivery task after commit; to
-    `recipients` when given, else to everyone alert_recipients names."""
-    alert, created = Alert.objects.get_or_create(
-        idempotency_key=key,
-        defaults={
-            "event": event,
-            "engagement": engagement,
-            "gate": gate,
-            "run": run,
-            "recipients": alert_recipients(engagement) if recipients is None else recipients,
-            "subject": subject[:200],
-            "body": body + _footer(engagement),
-        },
+    context: dict | None = None,
+    decision: Decision | None = None,
+) -> Alert | None:
+    """Create the outbox row once per key and poke the delivery task after commit.
+
+    The message is `body`, or templates/alerts/messages/<event>.txt rendered with `context`
+    when both exist; the layout around it (deciding clause, run outcome, links, acknowledge
+    link) comes from the facts of `gate`, `run` and `decision`. To `recipients` when given,
+    else to everyone alert_recipients names. None when the engagement switched the event off.
+    """
+    if alert_is_switched_off(engagement, event):
+        return None
+    existing = Alert.objects.filter(idempotency_key=key).first()
+    if existing is not None:
+        return existing
+    critical = event_kind(event).critical
+    facts = content.alert_facts(
+        event=event, engagement=engagement, gate=gate, run=run, decision=decision
     )
-    if created:
-        pokes.poke_on_commit(pokes.DELIVER_ALERT, alert.pk)
+    message = body
+    if context is not None:
+        message = content.message_text(event, {**context, "facts": facts}) or body
+    bodies = content.render_bodies(
+        message=message, facts=facts, ack_url=ack_url(key) if critical else None
+    )
+    with transaction.atomic():
+        alert, created = Alert.objects.get_or_create(
+            idempotency_key=key,
+            defaults={
+                "event": event,
+                "critical": critical,
+                "engagement": engagement,
+                "gate": gate,
+                "run": run,
+                "recipients": (
+                    alert_recipients(engagement, event=event) if recipients is None else recipients
+                ),
+                "subject": content.redact(subject)[:200],
+                "body": bodies.text,
+                "html_body": bodies.html,
+                "facts": facts,
+            },
+        )
+        if created:
+            pokes.poke_on_commit(pokes.DELIVER_ALERT, alert.pk)
+            _enqueue_webhooks(alert)
     return alert
 
 
-def alert_claim_due(*, limit: int = 20) -> list[int]:
-    """Ids of alerts due for a delivery attempt."""
-    due = Alert.objects.filter(
-        delivered_at__isnull=True,
-        attempts__lt=MAX_DELIVERY_ATTEMPTS,
-        next_attempt_at__lte=timezone.now(),
-    )
-    return list(due.order_by("next_attempt_at").values_list("id", flat=True)[:limit])
-
-
-def alert_deliver(*, alert_id: int) -> bool:
-    """Try to send one alert; returns True once it is delivered. Safe to run twice."""
-    with transaction.atomic():
-        alert = (
-            Alert.objects.select_for_update(skip_locked=True)
-            .filter(pk=alert_id, delivered_at__isnull=True)
-            .first()
-        )
-        if alert is None or alert.next_attempt_at > timezone.now():
-            return False
-        alert.attempts += 1
-        try:
-            _send(alert)
-        except OSError as error:  # smtplib errors and timeouts are OSErrors
-            alert.last_error = f"{type(error).__name__}: {error}"[:1000]
-            delay = min(BACKOFF_BASE_S * 2 ** (alert.attempts - 1), BACKOFF_MAX_S)
-            alert.next_attempt_at = timezone.now() + timedelta(seconds=delay)
-            alert.save(update_fields=["attempts", "last_error", "next_attempt_at"])
-            return False
-        alert.delivered_at = timezone.now()
-        alert.last_error = ""
-        alert.save(update_fields=["attempts", "last_error", "delivered_at"])
-        return True
-
-
-def _send(alert: Alert) -> None:
-    if not alert.recipients:
+def _enqueue_webhooks(root: Alert) -> None:
+    if root.engagement_id is None:
         return
-    message = EmailMessage(
-        subject=alert.subject,
-        body=alert.body,
-        to=alert.recipients,
-        # A stable Message-ID: if a crash repeats a delivery, mail clients fold the duplicate.
-        headers={"Message-ID": f"<alert-{_key_hash(alert.idempotency_key)}@tollgate>"},
-    )
-    message.send(fail_silently=False)
-
-
-def _key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-def _footer(engagement: Engagement) -> str:
-    return f"\n--\nTollgate: {settings.SITE_URL}/engagements/{engagement.pk}/\n"
+    for endpoint in root.engagement.webhooks.filter(active=True):
+        copy = Alert.objects.create(
+            parent=root,
+            channel=Alert.Channel.WEBHOOK,
+            webhook=endpoint,
+            event=root.event,
+            critical=root.critical,
+            engagement=root.engagement,
+            gate=root.gate,
+            run=root.run,
+            idempotency_key=webhook_key(root.idempotency_key, endpoint.pk),
+            subject=root.subject,
+            body="",
+            facts=root.facts,
+        )
+        pokes.poke_on_commit(pokes.DELIVER_ALERT, copy.pk)

@@ -10,7 +10,7 @@ from django.db import transaction
 from gates import specs
 from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
 from gates.models import Decision, Engagement, Gate, GateSpec, Organization
-from gates.services.alerts import alert_enqueue
+from gates.services.alert_events import alert_review_decision
 from gates.services.audit import Actor, audit_record
 from gates.tenancy import Viewer
 
@@ -160,13 +160,4 @@ def _audit_and_alert_review(actor: Actor, gate: Gate, action: str, justification
         detail={"gate": gate.kind, "justification": justification.strip()},
     )
     who = actor.user.get_username() if actor.user else actor.label
-    verb = "waived" if action == "gate.waive" else "stopped the engagement at"
-    alert_enqueue(
-        event=action.replace(".", "_"),
-        key=f"{action}:{gate.pk}",
-        engagement=gate.engagement,
-        gate=gate,
-        subject=f"[Tollgate] {gate.engagement.title}: {who} {verb} {gate.kind}",
-        body=f"{who} {verb} {gate.get_kind_display()}.\n\n"
-        f"Justification:\n{justification.strip()}\n",
-    )
+    alert_review_decision(gate.engagement, gate, action, who, justification.strip())

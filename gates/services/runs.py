@@ -26,7 +26,7 @@ from gates.errors import (
 from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
 from gates.selectors import gate_counted_decisions
 from gates.services import pokes
-from gates.services.alerts import alert_enqueue
+from gates.services.alert_events import alert_gate_failed, alert_gate_verdict, alert_run_error
 from gates.services.attempts import (
     gate_attempts_exhausted,
     gate_check_attempts_left,
@@ -197,7 +197,7 @@ def run_fail(*, run_id: int, outcome: str, reason: str) -> Run | None:
             detail={"outcome": outcome, "reason": reason[:500]},
         )
         if outcome in (Run.Outcome.INFRA_ERROR, Run.Outcome.INTERNAL_ERROR):
-            _alert_run_error(run, outcome, reason)
+            alert_run_error(run, outcome, reason)
     return run
 
 
@@ -287,6 +287,7 @@ def _after_verdict(gate: Gate, decision: Decision) -> None:
         if gate_attempts_exhausted(gate, decision.spec.document):
             gate.stop_loss_review = True
             gate.save(update_fields=["stop_loss_review"])
+        alert_gate_verdict(gate, decision)
         return
     # Every counted attempt since the last reset both parties signed, whatever spec version
     # it ran on: a new version does not wipe the failures of the old one.
@@ -296,7 +297,7 @@ def _after_verdict(gate: Gate, decision: Decision) -> None:
     if review["review"] or gate_attempts_exhausted(gate, decision.spec.document):
         gate.stop_loss_review = True
         gate.save(update_fields=["stop_loss_review"])
-    _alert_gate_failed(gate, decision, review["failures"], max_attempts)
+    alert_gate_failed(gate, decision, review["failures"], max_attempts)
 
 
 def runs_stale(*, older_than_s: int) -> list[int]:
@@ -352,44 +353,3 @@ def _gate_after_run_without_verdict(gate: Gate) -> None:
         return
     decided_before = gate.decisions.filter(kind=Decision.Kind.ENGINE, rehearsal=False).exists()
     gate_move(gate, Gate.State.DECIDED if decided_before else Gate.State.READY)
-
-
-def _alert_gate_failed(gate: Gate, decision: Decision, failures: int, max_attempts: int) -> None:
-    review = gate.stop_loss_review
-    subject = f"[Tollgate] {gate.engagement.title}: {gate.kind} failed" + (
-        " - stop-loss review" if review else f" (attempt {failures} of {max_attempts})"
-    )
-    lines = [f"{gate.get_kind_display()} failed on spec v{decision.spec.version}.", ""]
-    for clause in decision.clauses:
-        if clause.get("verdict") == Verdict.FAIL:
-            what = clause.get("metric") or clause.get("check") or "check"
-            where = f" at c={clause['tier']}" if clause.get("tier") else ""
-            lines.append(f"- {what}{where}: {clause.get('cause') or 'below threshold'}")
-    if review:
-        lines += [
-            "",
-            "Attempts are spent: a vendor admin must stop the engagement or waive "
-            "the gate with a written justification.",
-        ]
-    alert_enqueue(
-        event="stop_loss_review" if review else "gate_failed",
-        key=f"gate_failed:{decision.pk}",
-        engagement=gate.engagement,
-        gate=gate,
-        subject=subject,
-        body="\n".join(lines) + "\n",
-    )
-
-
-def _alert_run_error(run: Run, outcome: str, reason: str) -> None:
-    gate = run.gate
-    alert_enqueue(
-        event="run_error",
-        key=f"run_error:{run.pk}",
-        engagement=gate.engagement,
-        gate=gate,
-        run=run,
-        subject=f"[Tollgate] {gate.engagement.title}: {gate.kind} run #{run.attempt} {outcome}",
-        body=f"The run ended without a verdict ({outcome}); this is not a product failure.\n\n"
-        f"{reason[:2000]}\n",
-    )

@@ -16,7 +16,7 @@ from contextlib import suppress
 import paramiko
 
 from runners.commands import checked_argv, to_shell
-from runners.errors import InfrastructureError, SpecError
+from runners.errors import HOST_KEY_CHANGED, InfrastructureError, SpecError
 from runners.transport.capture import DEFAULT_CAPTURE_BYTES, LineCallback, StreamCapture
 from runners.transport.detached import DetachedProcesses
 from runners.transport.files import (
@@ -373,7 +373,7 @@ def _classified(problem: BaseException, *, step: str, host: str) -> Infrastructu
     """Map a paramiko or socket failure to an InfrastructureError that names host and step."""
     if isinstance(problem, paramiko.BadHostKeyException):
         return InfrastructureError(
-            f"host key changed: pinned {problem.expected_key.fingerprint}, the server offered "
+            f"{HOST_KEY_CHANGED}: pinned {problem.expected_key.fingerprint}, the server offered "
             f"{problem.key.get_name()} {problem.key.fingerprint}; nothing was sent",
             permanent=True,
             host=host,

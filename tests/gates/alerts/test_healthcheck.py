@@ -1,0 +1,80 @@
+"""The dead-man switch with a real beat and worker: `manage.py healthcheck` fails naming the
+beat once it is stopped, sends "Tollgate has gone silent" once, and passes when beat is back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from django.utils import timezone
+
+from gates.models import ServiceHeartbeat
+from tests.celeryproc import ROOT, CeleryProcess, process_environment, purge_broker
+from tests.sshd import wait_for
+
+
+def healthcheck(*options: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", "healthcheck", *options],
+        cwd=ROOT,
+        env=process_environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_healthcheck_fails_with_beat_stopped_and_passes_when_it_runs_again(
+    smtp, settings, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("TOLLGATE_BEAT_HEARTBEAT_S", "1")
+    monkeypatch.setenv("TOLLGATE_BEAT_STALE_S", "4")
+    mail = {
+        "EMAIL_BACKEND": settings.EMAIL_BACKEND,
+        "EMAIL_HOST": "127.0.0.1",
+        "EMAIL_PORT": str(settings.EMAIL_PORT),
+        "TOLLGATE_ONCALL_EMAILS": "oncall@vendor.example",
+    }
+    purge_broker()
+    beat = CeleryProcess("beat", tmp_path, "beat").start()
+    worker = CeleryProcess("worker", tmp_path, "worker").start()
+    try:
+        # Until both have written a first heartbeat the check fails: report only, no alert.
+        wait_for(
+            lambda: healthcheck("--no-alert", **mail).returncode == 0, timeout=90, interval=0.5
+        )
+        assert not smtp.messages
+        beat.kill()
+        failed = wait_for(
+            lambda: (r := healthcheck(**mail)).returncode == 1 and r, timeout=60, interval=0.5
+        )
+        assert "stale: beat" in failed.stderr and "worker" not in failed.stderr.split("stale:")[1]
+        report = json.loads(failed.stdout)
+        assert report["stale"] == ["beat"] and report["heartbeats"]["worker"]["ok"]
+        assert "silence alert sent" in failed.stderr, failed.stderr
+        wait_for(lambda: len(smtp.messages) == 1, timeout=30)
+        assert healthcheck(**mail).returncode == 1
+        recipients, message = smtp.messages[0]
+        assert recipients == ["oncall@vendor.example"]
+        assert "Tollgate has gone silent" in message["Subject"]
+        beat = CeleryProcess("beat", tmp_path, "beat2").start()
+        wait_for(lambda: healthcheck(**mail).returncode == 0, timeout=90, interval=0.5)
+        assert len(smtp.messages) == 1  # one silence, one alert
+    finally:
+        beat.kill()
+        worker.kill()
+
+
+@pytest.mark.django_db
+def test_healthz_reports_the_same_heartbeats_as_json(client, settings):
+    settings.TOLLGATE_BEAT_STALE_S = 60
+    ServiceHeartbeat.objects.create(name="worker", at=timezone.now())
+    ServiceHeartbeat.objects.create(name="beat", at=timezone.now() - timezone.timedelta(seconds=61))
+    body = client.get("/healthz").json()
+    assert body["stale"] == ["beat"]
+    assert body["heartbeats"]["worker"]["ok"] and not body["heartbeats"]["beat"]["ok"]
+    assert body["heartbeats"]["beat"]["limit_s"] == 60
