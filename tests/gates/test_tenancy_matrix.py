@@ -16,7 +16,7 @@ RULES below, keyed by the URL name, e.g.
     "healthz": public("liveness for load balancers: no tenant data"),
 
 - the first argument names the object the URL's `pk` is: "engagement", "gate", "run", "host",
-  "token" (add a kind to `world()` if it is new), or None for a collection;
+  "token", "alert" (add a kind to `world()` if it is new), or None for a collection;
 - one keyword per HTTP method the view implements, giving the token scope it needs ("read":
   any token; "run", "sign", "tokens"); the test checks the view implements exactly those;
 - `body=` a request body that passes validation, so the scope check is what answers;
@@ -116,6 +116,10 @@ RULES: dict[str, Rule] = {
     "gates:run-cancel": page("run", "POST"),
     "gates:planner": page(None, "GET", "POST"),
     "gates:planner-save": page("engagement", "POST"),
+    "gates:alert-ack-here": page("alert", "POST"),
+    "gates:alert-preferences": page(None, "GET", "POST"),
+    "gates:engagement-alerts": page("engagement", "GET", "POST"),
+    "gates:alert-ack": public("a signed, expiring, single-use link is its own credential"),
     "login": public("the sign-in form"),
     "logout": public("signs the caller out; touches no tenant data"),
     "healthz": public("liveness for load balancers: database and worker canary, no tenant data"),
@@ -214,7 +218,17 @@ def world(
         host = make_host(organization, name=host_name)
         run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
         token = make_token(owner, organization)
-        return {"engagement": engagement, "gate": gate, "run": run, "host": host, "token": token}
+        alert = services.alert_enqueue(
+            event="gate_failed", key=f"matrix:{title}", engagement=engagement, subject="s", body="b"
+        )
+        return {
+            "engagement": engagement,
+            "gate": gate,
+            "run": run,
+            "host": host,
+            "token": token,
+            "alert": alert,
+        }
 
     mine = objects(customer_org, customer_owner, "ours", "gpu-1")
     return {
