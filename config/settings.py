@@ -317,7 +317,13 @@ TOLLGATE_RUN_STALE_AFTER_S = envint("TOLLGATE_RUN_STALE_AFTER_S", 300)
 # How long a server may take to answer /health when the spec does not say.
 TOLLGATE_SERVE_TIMEOUT_S = envint("TOLLGATE_SERVE_TIMEOUT_S", 900)
 _BEAT_EVERY_S = float(envint("TOLLGATE_BEAT_EVERY_S", 30))
+# How often each active soak's collector tick reads its host.
+TOLLGATE_SOAK_TICK_S = envint("TOLLGATE_SOAK_TICK_S", 30)
+# A soak whose host cannot be read for this long ends as infra_error, unless the spec's own
+# unobserved allowance (max_unobserved_pct of the duration) is longer.
+TOLLGATE_SOAK_UNREACHABLE_S = envint("TOLLGATE_SOAK_UNREACHABLE_S", 600)
 CELERY_BEAT_SCHEDULE = {
+    "tick-soaks": {"task": "runners.tick_soaks", "schedule": min(_BEAT_EVERY_S, 10.0)},
     "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": _BEAT_EVERY_S},
     "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": _BEAT_EVERY_S},
     "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": _BEAT_EVERY_S},

@@ -39,6 +39,7 @@ class Session(Protocol):
     def launched_dirs(self) -> list[str]: ...
     def mark_canceled(self) -> None: ...
     def evaluate(self) -> Any: ...
+    def hand_off(self, step: dict, progress: StepProgress) -> None: ...
 
 
 def drive(
@@ -67,6 +68,9 @@ def drive(
             return False
         step, detail = current
         progress = perform(step, detail, ctx)
+        if progress.handoff:  # another driver (the soak collector) takes the run from here
+            session.hand_off(step, progress)
+            return False
         if progress.done or progress.detail or progress.artifacts or progress.log:
             session.record(step, progress)
             beat, pause = clock(), FIRST_POLL_S

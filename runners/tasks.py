@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from gates import services
 from gates.models import Run, ServiceHeartbeat
-from runners import driver
+from runners import driver, soakhost
 from runners.errors import RunnerError
 from runners.execution import RunPlan
 from runners.transport import LocalTransport, Transport, open_transport
@@ -114,3 +114,27 @@ def deliver_alerts() -> None:
 @shared_task(name="runners.canary")
 def canary() -> None:
     ServiceHeartbeat.objects.update_or_create(name="worker", defaults={"at": timezone.now()})
+
+
+@shared_task(name="runners.tick_soaks")
+def tick_soaks() -> None:
+    """Beat: poke one collector tick per soak that is due."""
+    for run_id in services.soaks_due():
+        tick_soak.delay(run_id)
+
+
+@shared_task(name="runners.tick_soak")
+def tick_soak(run_id: int) -> None:
+    """One collector tick of a soak: claim it, read its host, record. A transport error only
+    means "try next tick" (the service ends the run once the soak was unobserved too long)."""
+    tick = services.soak_tick_claim(run_id)
+    if tick is None:  # ended, or another tick reads it right now
+        return
+    try:
+        with _transport(tick.plan) as transport, tempfile.TemporaryDirectory() as scratch:
+            found = soakhost.tick(transport, tick.host_state(), Path(scratch))
+        logger.info("soak %s: %s", run_id, services.soak_tick_record(tick, found))
+    except RunnerError as error:
+        logger.info("soak %s: %s", run_id, services.soak_tick_unreachable(tick, str(error)))
+    finally:
+        services.soak_tick_release(tick)

@@ -145,13 +145,21 @@ def _level_row(check: str, items: list[dict], key: str, worse: int, limit: float
     changes = [100 * (level / levels[0] - 1) for level in levels]
     worst = max(changes, key=lambda change: worse * change)
     harm = max(worse * worst, 0.0)
+    starts = {item["seq"]: item["start"] for item in items}
+    first = items[0]["start"]
     points = [
-        {"seq": series[b][0], "before": levels[i], "after": levels[i + 1]}
+        {
+            "seq": series[b][0],
+            "hour": round((starts[series[b][0]] - first) / 3600, 4),
+            "before": levels[i],
+            "after": levels[i + 1],
+        }
         for i, b in enumerate(breaks)
     ]
     verdict = "pass" if harm <= limit else "fail"
+    began = f", the first at hour {points[0]['hour']:.2f}" if points else ""
     cause = (
-        f"{len(breaks)} change point(s); worst segment {worst:+.2f} % against the first "
+        f"{len(breaks)} change point(s){began}; worst segment {worst:+.2f} % against the first "
         f"(limit {limit:g} %)"
     )
     return _row(check, verdict, harm, limit, cause, levels=levels, change_points=points)

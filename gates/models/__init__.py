@@ -7,6 +7,7 @@ from gates.models.health import ServiceHeartbeat
 from gates.models.hosts import Host, Profile
 from gates.models.outcomes import Alert, Decision
 from gates.models.runs import Artifact, Measurement, Run, RunStep, SoakSample
+from gates.models.soak import Soak
 from gates.models.tenancy import ApiToken, Membership, Organization
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Run",
     "RunStep",
     "ServiceHeartbeat",
+    "Soak",
     "SoakSample",
     "Verdict",
 ]

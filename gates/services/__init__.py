@@ -49,6 +49,14 @@ from gates.services.runs import (
     runs_stale,
     runs_to_redispatch,
 )
+from gates.services.soak import (
+    SoakTick,
+    soak_tick_claim,
+    soak_tick_record,
+    soak_tick_release,
+    soak_tick_unreachable,
+    soaks_due,
+)
 from gates.services.tokens import api_token_create, api_token_revoke
 from gates.services.uploads import run_upload_decide, run_upload_record
 
@@ -60,6 +68,7 @@ __all__ = [
     "PoisonStepError",
     "RunSession",
     "ServiceError",
+    "SoakTick",
     "alert_claim_due",
     "alert_deliver",
     "alert_enqueue",
@@ -96,4 +105,9 @@ __all__ = [
     "run_upload_record",
     "runs_stale",
     "runs_to_redispatch",
+    "soak_tick_claim",
+    "soak_tick_record",
+    "soak_tick_release",
+    "soak_tick_unreachable",
+    "soaks_due",
 ]
