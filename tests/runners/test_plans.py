@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import pytest
-
 from gates import specs
 from runners import plans
 from tests.simhosts import g2_spec, g3_spec
