@@ -63,6 +63,7 @@ ROLE_ACTIONS = {
         "spec.sign",
         "run.start",
         "run.cancel",
+        "soak.control",
         "gate.review",
         "host.manage",
         "token.manage",
@@ -74,6 +75,7 @@ ROLE_ACTIONS = {
         "spec.sign",
         "run.start",
         "run.cancel",
+        "soak.control",
         "host.manage",
         "alert.ack",
     },
@@ -87,6 +89,7 @@ SCOPE_ACTIONS = {
     ApiToken.Scope.RUN: {
         "run.start",
         "run.cancel",
+        "soak.control",
         "spec.edit",
         "engagement.create",
         "host.manage",

@@ -57,6 +57,7 @@ from gates.services.soak import (
     soak_tick_unreachable,
     soaks_due,
 )
+from gates.services.soakcontrol import soak_extend, soak_stop
 from gates.services.tokens import api_token_create, api_token_revoke
 from gates.services.uploads import run_upload_decide, run_upload_record
 
@@ -105,6 +106,8 @@ __all__ = [
     "run_upload_record",
     "runs_stale",
     "runs_to_redispatch",
+    "soak_extend",
+    "soak_stop",
     "soak_tick_claim",
     "soak_tick_record",
     "soak_tick_release",

@@ -225,3 +225,60 @@ def test_memory_growth_and_latency_drift_fail_their_clauses(
             assert row["change_points"] and row["change_points"][0]["hour"] > 0
             assert "the first at hour" in row["cause"]
     assert_every_seq_once(run)
+
+
+def test_stop_and_extend_through_the_api_with_live_samples_gaps_and_a_provisional_verdict(
+    actor,
+    vendor_viewer,
+    vendor_admin,
+    vendor_org,
+    customer_owner,
+    engagement,
+    customer_org,
+    own_sshd,
+    tmp_path,
+):
+    from django.urls import reverse
+
+    from gates.models import AuditEvent
+    from tests.gates.test_tenancy import token_client
+
+    api = token_client(vendor_admin, vendor_org, scopes=["read", "run"])
+    host = soak_host(customer_org, own_sshd, tmp_path)
+    run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=40))
+    wait = time.monotonic() + 30
+    while SoakSample.objects.filter(run=run).count() < 3 and time.monotonic() < wait:
+        tasks.tick_soak(run.pk)
+        time.sleep(0.2)
+    detail = api.get(reverse("api:run-detail", args=[run.pk])).json()
+    assert detail["soak"]["provisional"]["provisional"] is True
+    assert detail["soak"]["provisional"]["verdict"] == "inconclusive"  # not over yet
+    assert detail["soak"]["compressed"] is True and detail["soak"]["gaps"] == []
+    page = api.get(reverse("api:run-samples", args=[run.pk]), {"after": 0}).json()
+    assert [row["seq"] for row in page["results"]][:2] == [1, 2]
+    assert page["results"][0]["metrics"]["completed"] == 8
+
+    bad = api.post(reverse("api:soak-extend", args=[run.pk]), {"hours": -1}, format="json")
+    assert bad.status_code == 400 and bad.json()["field"] == "hours"
+    deadline = Soak.objects.get(run=run).deadline
+    extended = api.post(reverse("api:soak-extend", args=[run.pk]), {"hours": 0.01}, format="json")
+    assert extended.status_code == 202, extended.json()
+    tasks.tick_soak(run.pk)
+    assert float((data_dir(run) / "deadline").read_text()) == pytest.approx(deadline + 36)
+    stopped = api.post(
+        reverse("api:soak-stop", args=[run.pk]), {"reason": "enough seen"}, format="json"
+    )
+    assert stopped.status_code == 202, stopped.json()
+    run = tick_until_ended(run, timeout=30)
+    decision = run.decisions.get()
+    # Stopped early with nothing broken: not a pass, not a fail.
+    assert decision.verdict == "inconclusive"
+    assert decision.result["soak"]["extended_h"] == 0.01
+    assert decision.result["inputs"]["limits"]["duration_s"] == pytest.approx(40 + 36)
+    assert "enough seen" in decision.result["soak"]["stop_reason"]
+    actions = set(AuditEvent.objects.values_list("action", flat=True))
+    assert {"soak.extend", "soak.stop"} <= actions
+    assert_every_seq_once(run)
+    viewer_api = token_client(customer_owner, customer_org, scopes=["read"])
+    refused = viewer_api.post(reverse("api:soak-stop", args=[run.pk]), {}, format="json")
+    assert refused.status_code == 403
