@@ -252,7 +252,15 @@ def _smi_numbers(window: Window, sample: dict) -> None:
 
 def engine_window(seq: int, start: float, end: float, metrics: dict) -> dict:
     """A stored window in decide_g4's input shape."""
-    keys = ("crashed", "completed", "failed", "memory_bytes", "output_throughput", "ttft_p99_ms")
+    keys = (
+        "crashed",
+        "completed",
+        "failed",
+        "memory_bytes",
+        "output_throughput",
+        "ttft_p99_ms",
+        "external_hit_rate",
+    )
     return {"seq": seq, "start": start, "end": end, **{key: metrics.get(key) for key in keys}}
 
 
