@@ -24,7 +24,6 @@ from gates.services.runs import decision_record, run_assert_lease, run_fail, run
 from runners import soak as pure
 from runners.execution import RunPlan
 
-TICK_CLAIM_S = 90
 MAX_AGENT_GENERATIONS = 4
 # The agent's exit codes (runners/remote/soakagent.py) that end a soak without a verdict.
 AGENT_EXIT_DISK, AGENT_EXIT_SERVER = 4, 3
@@ -95,7 +94,10 @@ def soak_tick_claim(run_id: int) -> SoakTick | None:
     claimed = (
         Soak.objects.filter(free, run_id=run_id, run__state=Run.State.RUNNING)
         .exclude(state=Soak.State.ENDED)
-        .update(tick_token=token, tick_until=now + timedelta(seconds=TICK_CLAIM_S))
+        .update(
+            tick_token=token,
+            tick_until=now + timedelta(seconds=settings.TOLLGATE_SOAK_TICK_CLAIM_S),
+        )
     )
     if claimed != 1:
         return None

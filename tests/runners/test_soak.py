@@ -36,6 +36,11 @@ def tasks_run_here(monkeypatch, settings):
     settings.TOLLGATE_SOAK_UNREACHABLE_S = 30
 
 
+# Seconds-long windows on a shared, loaded test box swing more than a real soak's; the tests
+# about accounting and faults judge drift loosely, the drift test tightly.
+LOOSE_DRIFT = {"max_throughput_drift_pct": 100.0, "max_ttft_p99_change_pct": 500.0}
+
+
 def g4_spec(*, seconds: float = SOAK_S, **limits) -> dict:
     document = specs.default_spec("G4")
     document["duration_h"] = seconds / 3600
@@ -99,7 +104,7 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
     actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
 ):
     host = soak_host(customer_org, own_sshd, tmp_path)
-    run = begin(actor, vendor_viewer, engagement, host, g4_spec())
+    run = begin(actor, vendor_viewer, engagement, host, g4_spec(**LOOSE_DRIFT))
     doubled = []
 
     def two_reads_at_once(run):
@@ -166,7 +171,7 @@ def test_a_killed_agent_and_a_rebooted_host_are_gaps_never_product_failures(
     actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
 ):
     host = soak_host(customer_org, own_sshd, tmp_path)
-    run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=16))
+    run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=16, **LOOSE_DRIFT))
     events = []
 
     def faults(run):
