@@ -322,6 +322,8 @@ TOLLGATE_SOAK_TICK_S = envint("TOLLGATE_SOAK_TICK_S", 30)
 # A tick's claim on its soak: longer than a tick's I/O may take (its timeouts bound it), so a
 # tick killed with its worker blocks the soak for at most this long.
 TOLLGATE_SOAK_TICK_CLAIM_S = envint("TOLLGATE_SOAK_TICK_CLAIM_S", 150)
+# How often a running soak's provisional verdict is recomputed when nothing went wrong.
+TOLLGATE_SOAK_PROVISIONAL_S = envint("TOLLGATE_SOAK_PROVISIONAL_S", 300)
 # A soak whose host cannot be read for this long ends as infra_error, unless the spec's own
 # unobserved allowance (max_unobserved_pct of the duration) is longer.
 TOLLGATE_SOAK_UNREACHABLE_S = envint("TOLLGATE_SOAK_UNREACHABLE_S", 600)

@@ -254,8 +254,8 @@ def _next_move(soak: Soak, read: pure.Read, report: pure.TickOutcome, stored: in
         return _infra_error(
             soak, f"nobody observed the soak for {unobserved:.0f} s, more than the spec allows"
         )
-    if stored:
-        soak.provisional = _decide(soak)
+    if stored and _provisional_due(soak, read.windows):
+        soak.provisional = {**_decide(soak), "computed_at": read.now}
         soak.save(update_fields=["provisional"])
         if soak.provisional["verdict"] == "fail" and soak.state == Soak.State.ACTIVE:
             reasons = "; ".join(soak.provisional["reasons"])
@@ -263,6 +263,21 @@ def _next_move(soak: Soak, read: pure.Read, report: pure.TickOutcome, stored: in
             soak.save(update_fields=["state", "stop_reason"])
             return f"stored {stored}; {soak.stop_reason}"
     return f"stored {stored} window(s)"
+
+
+def _provisional_due(soak: Soak, fresh: list[pure.Window]) -> bool:
+    """Re-judge the soak when a new window shows trouble (a crash, failed requests: the early
+    stop must not wait), else at most every TOLLGATE_SOAK_PROVISIONAL_S: over 72 h a decision
+    costs about a second, a tick must stay far below that."""
+    if soak.provisional is None:
+        return True
+    if any(window.line.get("crashed") for window in fresh):
+        return True
+    samples = soak.run.soak_samples.filter(seq__in=[window.seq for window in fresh])
+    if any((metrics or {}).get("failed") for metrics in samples.values_list("metrics", flat=True)):
+        return True
+    last = soak.provisional.get("computed_at") or 0
+    return fresh[-1].line["end"] - last >= settings.TOLLGATE_SOAK_PROVISIONAL_S
 
 
 def _unobserved_s(soak: Soak, read: pure.Read, *, agent_down: bool) -> float:

@@ -34,6 +34,7 @@ def tasks_run_here(monkeypatch, settings):
     settings.TOLLGATE_TASK_BUDGET_S = 3
     settings.TOLLGATE_SOAK_TICK_S = 0
     settings.TOLLGATE_SOAK_UNREACHABLE_S = 30
+    settings.TOLLGATE_SOAK_PROVISIONAL_S = 0
 
 
 # Seconds-long windows on a shared, loaded test box swing more than a real soak's; the tests

@@ -147,7 +147,7 @@ def _start_services(address: str | None) -> list[subprocess.Popen]:
             ]
         )
     # The demo's soak is compressed to seconds: its collector ticks every few seconds too.
-    env = {"TOLLGATE_SOAK_TICK_S": "3", **os.environ}
+    env = {"TOLLGATE_SOAK_TICK_S": "3", "TOLLGATE_SOAK_PROVISIONAL_S": "5", **os.environ}
     return [subprocess.Popen(command, cwd=settings.BASE_DIR, env=env) for command in commands]
 
 

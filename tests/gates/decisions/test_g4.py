@@ -244,3 +244,12 @@ def test_a_tier_hit_all_along_passes_and_one_never_hit_is_invalid():
     never = decide_g4(g4_spec(), with_hits(soak(), lambda seq: 0.0))
     assert never["verdict"] == "invalid" and row(never, "offload_hits")["verdict"] == "invalid"
     assert not [r for r in decide_g4(g4_spec(), soak())["clauses"] if r["check"] == "offload_hits"]
+
+
+def test_a_step_in_a_full_72_hour_soak_of_10_s_windows_is_found_where_it_happened():
+    rng = np.random.default_rng(3)
+    values = 500 * rng.lognormal(0, 0.03, 25920)
+    values[13_001:] *= 0.85
+    found = change_points(values)
+    assert len(found) == 1 and abs(found[0] - 13_001) <= 13  # one block of 13 windows
+    assert change_points(500 * rng.lognormal(0, 0.03, 25920)) == []
