@@ -12,6 +12,7 @@ from runners.errors import InfrastructureError
 from runners.transport import DetachedStatus, Launch, Transport
 
 AGENT = Path(__file__).resolve().parent / "remote" / "soakagent.py"
+HOSTCTL = Path(__file__).resolve().parent / "remote" / "hostctl.py"
 READ_TIMEOUT_S = 60
 # What one read may carry back (raw files included): within one command's capture.
 READ_MAX_BYTES = 768 * 1024
@@ -27,9 +28,11 @@ def launch_agent(
     generation: int,
     scratch: Path,
 ) -> tuple[Launch, str]:
-    """Upload the agent and its config (each SHA-256 checked on the host), then start it
-    detached; a retried launch of the same generation adopts the running agent."""
+    """Upload the agent, the reader and the config (each SHA-256 checked on the host), then
+    start it detached; a retried launch of the same generation adopts the running agent. The
+    uploads are repeated for every generation: a rebooted host may have lost its /tmp."""
     digest = transport.put(str(AGENT), paths.agent_path)
+    transport.put(str(HOSTCTL), f"{paths.run_dir}/hostctl.py")
     local = scratch / f"soak-agent-{generation}.json"
     local.write_text(json.dumps(config, sort_keys=True))
     transport.put(str(local), paths.config_path)

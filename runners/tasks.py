@@ -133,8 +133,16 @@ def tick_soak(run_id: int) -> None:
     try:
         with _transport(tick.plan) as transport, tempfile.TemporaryDirectory() as scratch:
             found = soakhost.tick(transport, tick.host_state(), Path(scratch))
-        logger.info("soak %s: %s", run_id, services.soak_tick_record(tick, found))
+            logger.info("soak %s: %s", run_id, services.soak_tick_record(tick, found))
+            _stop_if_failed(transport, run_id)
     except RunnerError as error:
         logger.info("soak %s: %s", run_id, services.soak_tick_unreachable(tick, str(error)))
     finally:
         services.soak_tick_release(tick)
+
+
+def _stop_if_failed(transport: Transport, run_id: int) -> None:
+    """A soak that ended without a verdict may leave an agent behind: stop what is there."""
+    run = Run.objects.get(pk=run_id)
+    if run.is_ended and run.outcome not in ("", Run.Outcome.COMPLETED):
+        driver.stop_all(transport, services.run_remote_dirs(run))

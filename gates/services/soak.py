@@ -304,7 +304,7 @@ def soak_spec_in_force(soak: Soak) -> dict:
     return spec
 
 
-def _decide(soak: Soak) -> dict:
+def _decide(soak: Soak, *, ended_at: float | None = None) -> dict:
     samples = soak.run.soak_samples.order_by("seq").values_list(
         "seq", "window_start", "window_end", "metrics"
     )
@@ -313,6 +313,9 @@ def _decide(soak: Soak) -> dict:
         for seq, start, end, metrics in samples
     ]
     ended = windows[-1]["end"] if windows else soak.started
+    if ended_at is not None and ended is not None:
+        # The agent watched until it exited: a tail nobody recorded is unobserved time.
+        ended = max(ended, ended_at)
     context = {"started_at": soak.started, "ended_at": ended}
     result = decide_gate(soak_spec_in_force(soak), windows, context)
     result["soak"] = {
@@ -332,7 +335,7 @@ def _finish(soak: Soak, exit_info: dict) -> str:
         return _infra_error(soak, f"the agent stopped cleanly: {reason}")
     if code == AGENT_EXIT_SERVER and not soak.run.soak_samples.exists():
         return _fail(soak, Run.Outcome.BENCHMARK_ERROR, f"the soak agent: {reason}")
-    result = _decide(soak)
+    result = _decide(soak, ended_at=exit_info.get("at"))
     result["soak"]["agent_exit"] = exit_info
     soak.state, soak.provisional = Soak.State.ENDED, None
     soak.save(update_fields=["state", "provisional"])

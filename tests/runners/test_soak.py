@@ -172,7 +172,7 @@ def test_a_killed_agent_and_a_rebooted_host_are_gaps_never_product_failures(
     actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
 ):
     host = soak_host(customer_org, own_sshd, tmp_path)
-    run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=16, **LOOSE_DRIFT))
+    run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=20, **LOOSE_DRIFT))
     events = []
 
     def faults(run):
@@ -181,7 +181,7 @@ def test_a_killed_agent_and_a_rebooted_host_are_gaps_never_product_failures(
         if stored >= 2 and not events:
             kill_agent(soak)
             events.append("killed")
-        elif stored >= 6 and len(events) == 1 and soak.generation == 2:
+        elif stored >= 5 and len(events) == 1 and soak.generation == 2:
             (tmp_path / "host" / "boot_id").write_text("boot-2\n")
             kill_agent(soak)
             events.append("rebooted")
