@@ -124,8 +124,18 @@ def _tick_input(soak: Soak, token: str) -> SoakTick:
         deadline=wanted,
         cancel=run.cancel_requested_at is not None,
         may_relaunch=soak.state == Soak.State.ACTIVE and soak.generation < MAX_AGENT_GENERATIONS,
-        config=pure.agent_config(run.spec.document, plan.commands, plan.values, paths),
+        config=_relaunch_config(soak, plan, paths),
     )
+
+
+def _relaunch_config(soak: Soak, plan: RunPlan, paths: pure.SoakPaths) -> dict:
+    """A relaunched agent's config: numbering and clock go on from what was stored, even when
+    the host lost the data directory (a reboot that wiped /tmp)."""
+    config = pure.agent_config(soak.run.spec.document, plan.commands, plan.values, paths)
+    config["first_seq"] = soak.last_seq + 1
+    if soak.started is not None and soak.deadline is not None:
+        config["started"], config["deadline"] = soak.started, soak.deadline_wanted or soak.deadline
+    return config
 
 
 def soak_tick_release(tick: SoakTick) -> None:

@@ -193,7 +193,7 @@ class Agent:
         threading.Thread(target=self.beat, daemon=True).start()
         if not self.server.start():
             return self.finish(EXIT_SERVER, "the server did not become healthy", crash=True)
-        seq = self.last_seq() + 1
+        seq = max(self.last_seq() + 1, int(self.config.get("first_seq", 0)))
         self.start_clock()
         reason, code = "the soak's duration was reached", EXIT_OK
         while True:
@@ -222,8 +222,10 @@ class Agent:
     def start_clock(self):
         """The soak's clock starts with its first window, once; a relaunched agent keeps it."""
         if _read(os.path.join(self.data, "started")) is None:
-            now = time.time()
-            _write_atomic(os.path.join(self.data, "deadline"), f"{now + self.duration()}\n")
+            # A relaunch on a host that lost the directory gets the clock from the collector.
+            now = float(self.config.get("started") or time.time())
+            end = float(self.config.get("deadline") or now + self.duration())
+            _write_atomic(os.path.join(self.data, "deadline"), f"{end}\n")
             _write_atomic(os.path.join(self.data, "started"), f"{now}\n")
 
     def duration(self):
