@@ -306,7 +306,18 @@ TOLLGATE_SERVE_TIMEOUT_S = envint("TOLLGATE_SERVE_TIMEOUT_S", 900)
 # as infra_error; a host's `transport_retry_window_s` parameter overrides it.
 TOLLGATE_TRANSPORT_RETRY_WINDOW_S = envint("TOLLGATE_TRANSPORT_RETRY_WINDOW_S", 180)
 _BEAT_EVERY_S = float(envint("TOLLGATE_BEAT_EVERY_S", 30))
+# How often each active soak's collector tick reads its host.
+TOLLGATE_SOAK_TICK_S = envint("TOLLGATE_SOAK_TICK_S", 30)
+# A tick's claim on its soak: longer than a tick's I/O may take (its timeouts bound it), so a
+# tick killed with its worker blocks the soak for at most this long.
+TOLLGATE_SOAK_TICK_CLAIM_S = envint("TOLLGATE_SOAK_TICK_CLAIM_S", 150)
+# How often a running soak's provisional verdict is recomputed when nothing went wrong.
+TOLLGATE_SOAK_PROVISIONAL_S = envint("TOLLGATE_SOAK_PROVISIONAL_S", 300)
+# A soak whose host cannot be read for this long ends as infra_error, unless the spec's own
+# unobserved allowance (max_unobserved_pct of the duration) is longer.
+TOLLGATE_SOAK_UNREACHABLE_S = envint("TOLLGATE_SOAK_UNREACHABLE_S", 600)
 CELERY_BEAT_SCHEDULE = {
+    "tick-soaks": {"task": "runners.tick_soaks", "schedule": min(_BEAT_EVERY_S, 10.0)},
     "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": _BEAT_EVERY_S},
     "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": _BEAT_EVERY_S},
     "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": _BEAT_EVERY_S},

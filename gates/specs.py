@@ -105,15 +105,17 @@ SERVER = _obj(
 )
 
 
-def _gate(kind: str, sections: dict, *, server: bool = True) -> dict:
-    """A gate kind's spec: gate, version, its own sections and stop_loss; server is optional."""
+def _gate(kind: str, sections: dict, *, server: bool = True, optional: dict | None = None) -> dict:
+    """A gate kind's spec: gate, version, its own sections and stop_loss; server (and the
+    kind's `optional` sections) may be left out."""
     required = {
         "gate": {"const": kind},
         "version": _integer(1, 1_000_000),
         **sections,
         "stop_loss": STOP_LOSS,
     }
-    return _obj({**required, **({"server": SERVER} if server else {})}, required=list(required))
+    extra = {**({"server": SERVER} if server else {}), **(optional or {})}
+    return _obj({**required, **extra}, required=list(required))
 
 
 G1_SCHEMA = _gate(
@@ -229,8 +231,9 @@ CLAUSE["properties"].update(spec_statistics.CLAIMS)
 G4_SCHEMA = _gate(
     "G4",
     {
-        "duration_h": _number(0.01, 24 * 60),
-        "window_min": _number(0.05, 24 * 60),
+        # Down to seconds, for compressed soaks (the demo's, the fault tests'), labelled so.
+        "duration_h": _number(0.001, 24 * 60),
+        "window_min": _number(0.01, 24 * 60),
         "load": WORKLOAD,
         "limits": _obj(
             {
@@ -242,6 +245,17 @@ G4_SCHEMA = _gate(
                 "max_unobserved_pct": _number(0, 100),
             }
         ),
+    },
+    optional={
+        # How the agent treats a crashed server and the host's disk (docs/soak.md).
+        "soak": _obj(
+            {
+                "restart_on_crash": {"type": "boolean"},
+                "max_restarts": _integer(0, 1000),
+                "free_space_floor_gib": _number(0, 1e6),
+            },
+            required=[],
+        )
     },
 )
 SCHEMAS = {"G1": G1_SCHEMA, "G2": G2_SCHEMA, "G3": G3_SCHEMA, "G4": G4_SCHEMA}

@@ -63,6 +63,7 @@ ROLE_ACTIONS = {
         "spec.sign",
         "run.start",
         "run.cancel",
+        "soak.control",
         "gate.review",
         "host.manage",
         "token.manage",
@@ -75,6 +76,7 @@ ROLE_ACTIONS = {
         "spec.edit",
         "run.start",
         "run.cancel",
+        "soak.control",
         "host.manage",
         "token.manage",
         "alert.ack",
@@ -97,6 +99,7 @@ SCOPE_ACTIONS = {
     ApiToken.Scope.RUN: {
         "run.start",
         "run.cancel",
+        "soak.control",
         "spec.edit",
         "engagement.create",
         "host.manage",

@@ -40,6 +40,7 @@ class Session(Protocol):
     def mark_canceled(self) -> None: ...
     def host_answered(self) -> None: ...
     def evaluate(self) -> Any: ...
+    def hand_off(self, step: dict, progress: StepProgress) -> None: ...
 
 
 def drive(
@@ -76,6 +77,9 @@ def drive(
         if not answered:  # the host answered: an outage being ridden out is over
             session.host_answered()
             answered = True
+        if progress.handoff:  # another driver (the soak collector) takes the run from here
+            session.hand_off(step, progress)
+            return False
         if progress.done or progress.detail or progress.artifacts or progress.log:
             session.record(step, progress)
             beat, pause = clock(), FIRST_POLL_S

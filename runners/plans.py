@@ -1,4 +1,4 @@
-"""The step plans of the G1-G3 programs: which steps a run performs, in which order.
+"""The step plans of the G1-G4 programs: which steps a run performs, in which order.
 
 Pure: a spec (and the profile's probe names) in, a list of JSON-able step dicts out. The task
 layer stores the plan as RunStep rows; a G3 plan grows by whole repetitions when the decision
@@ -30,7 +30,7 @@ def plan_run(spec: dict, probe_names: list[str]) -> list[Step]:
 
 
 def has_program(kind: str) -> bool:
-    """Whether a run of this gate kind can be planned (G4 waits for the soak agent)."""
+    """Whether a run of this gate kind can be planned."""
     return kind in PROGRAMS
 
 
@@ -161,6 +161,15 @@ def with_contract_check(steps: list[Step], probe_names: list[str]) -> list[Step]
     return [steps[0], {**check, "probes": list(probe_names)}, *steps[1:]]
 
 
+def plan_g4(spec: dict) -> list[Step]:
+    """Launch the soak agent; from then on the collector's beat ticks watch the run, read its
+    windows and decide (runners/soak.py, gates/services/soak.py)."""
+    return [
+        {"name": "prepare host", "kind": "prepare"},
+        {"name": "soak: launch agent", "kind": "soak", "spec": spec},
+    ]
+
+
 # Gate kind -> its initial plan, from the spec and the profile's probe names.
 PROGRAMS: dict[str, Callable[[dict, list[str]], list[Step]]] = {
     "G1": lambda spec, probe_names: plan_g1(probe_names),
@@ -168,4 +177,5 @@ PROGRAMS: dict[str, Callable[[dict, list[str]], list[Step]]] = {
     "G3": lambda spec, probe_names: with_contract_check(
         _plan_g3_start(spec, probe_names), probe_names
     ),
+    "G4": lambda spec, probe_names: with_contract_check(plan_g4(spec), probe_names),
 }

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runners import adapters, servers
+from runners import adapters, servers, soakhost
 from runners.adapters.errors import FormatProblem
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.cleanup import MARKER
@@ -76,6 +76,8 @@ class StepProgress:
     # A detached process the step waits for: the driver blocks on its exit on the host
     # instead of polling from here, so a finished benchmark is noticed within ~50 ms.
     waiting_on: str | None = None
+    # The run is handed to another driver (a G4 soak: the collector's beat ticks).
+    handoff: bool = False
 
 
 def perform(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -395,6 +397,12 @@ def _tail(ctx: StepContext, run_dir: str) -> str:
     return ctx.transport.run(argv, timeout=SHORT_COMMAND_S).stdout.strip() or "(no stderr)"
 
 
+def _soak(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+    recorded = soakhost.launch_step(ctx, step, detail)
+    log = f"{step['name']}: {'adopted' if recorded.get('adopted') else 'started'}\n"
+    return StepProgress(False, recorded, log=log if recorded else "", handoff=True)
+
+
 EXECUTORS: dict[str, Any] = {
     "prepare": _prepare,
     "probe": _probe,
@@ -404,4 +412,5 @@ EXECUTORS: dict[str, Any] = {
     "bench": _bench,
     "warmup": _warmup,
     "complete": _complete,
+    "soak": _soak,
 }

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from gates import services
 from gates.models import Run, ServiceHeartbeat
-from runners import cleanup, driver
+from runners import cleanup, driver, soakhost
 from runners.errors import ContractError, RunnerError
 from runners.execution import RunPlan
 from runners.transport import LocalTransport, Transport, open_transport
@@ -217,3 +217,35 @@ class HeartbeatScheduler(PersistentScheduler):
             except DatabaseError:  # a database outage must not stop the schedule itself
                 logger.warning("beat heartbeat not written", exc_info=True)
         return min(interval, every_s)
+
+
+@shared_task(name="runners.tick_soaks")
+def tick_soaks() -> None:
+    """Beat: poke one collector tick per soak that is due."""
+    for run_id in services.soaks_due():
+        tick_soak.delay(run_id)
+
+
+@shared_task(name="runners.tick_soak")
+def tick_soak(run_id: int) -> None:
+    """One collector tick of a soak: claim it, read its host, record. A transport error only
+    means "try next tick" (the service ends the run once the soak was unobserved too long)."""
+    tick = services.soak_tick_claim(run_id)
+    if tick is None:  # ended, or another tick reads it right now
+        return
+    try:
+        with _transport(tick.plan) as transport, tempfile.TemporaryDirectory() as scratch:
+            found = soakhost.tick(transport, tick.host_state(), Path(scratch))
+            logger.info("soak %s: %s", run_id, services.soak_tick_record(tick, found))
+            _stop_if_failed(transport, run_id)
+    except RunnerError as error:
+        logger.info("soak %s: %s", run_id, services.soak_tick_unreachable(tick, str(error)))
+    finally:
+        services.soak_tick_release(tick)
+
+
+def _stop_if_failed(transport: Transport, run_id: int) -> None:
+    """A soak that ended without a verdict may leave an agent behind: stop what is there."""
+    run = Run.objects.get(pk=run_id)
+    if run.is_ended and run.outcome not in ("", Run.Outcome.COMPLETED):
+        driver.stop_all(transport, services.run_remote_dirs(run))

@@ -21,6 +21,9 @@ FAST_RECOVERY = {
     "TOLLGATE_DRIVER_CLAIM_S": "6",
     "TOLLGATE_REDISPATCH_AFTER_S": "3",
     "TOLLGATE_BEAT_EVERY_S": "2",
+    "TOLLGATE_SOAK_TICK_S": "1",
+    "TOLLGATE_SOAK_TICK_CLAIM_S": "8",
+    "TOLLGATE_SOAK_PROVISIONAL_S": "2",
 }
 
 
@@ -42,7 +45,8 @@ def purge_broker() -> None:
 
 
 class CeleryProcess:
-    def __init__(self, role: str, workdir: Path, name: str) -> None:
+    def __init__(self, role: str, workdir: Path, name: str, env: dict | None = None) -> None:
+        self.env = env or {}
         self.role = role
         self.workdir = workdir
         self.name = name
@@ -65,7 +69,7 @@ class CeleryProcess:
         self.process = subprocess.Popen(
             command,
             cwd=ROOT,
-            env=process_environment(),
+            env=process_environment(**self.env),
             start_new_session=True,
             stdout=self.log_path.open("wb"),
             stderr=subprocess.STDOUT,

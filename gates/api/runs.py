@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from gates import services
 from gates.api.idempotency import idempotent
 from gates.errors import NotFoundError
-from gates.models import Gate, Host, Measurement, Run, SoakSample
+from gates.models import Gate, Host, Measurement, Run, Soak, SoakSample
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 SAMPLES_PAGE = 500
@@ -22,11 +22,49 @@ class ProgressSerializer(serializers.Serializer):
     total = serializers.IntegerField(source="progress_total")
 
 
+class SoakSerializer(serializers.ModelSerializer):
+    """A soak's live state: its gaps, and the verdict so far, marked provisional."""
+
+    provisional = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Soak
+        fields = [
+            "state",
+            "compressed",
+            "generation",
+            "last_seq",
+            "started",
+            "deadline",
+            "extended_h",
+            "stop_reason",
+            "heartbeat_age_s",
+            "last_contact_at",
+            "unreachable_since",
+            "gaps",
+            "notes",
+            "agent_exit",
+            "provisional",
+        ]
+
+    def get_provisional(self, soak: Soak) -> dict | None:
+        if not soak.provisional:
+            return None
+        keep = ("verdict", "reasons", "clauses")
+        return {"provisional": True, **{key: soak.provisional.get(key) for key in keep}}
+
+
 class RunSerializer(serializers.ModelSerializer):
     gate = serializers.IntegerField(source="gate_id")
     host = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     spec_version = serializers.IntegerField(source="spec.version")
     progress = ProgressSerializer(source="*")
+    soak = serializers.SerializerMethodField()
+
+    @extend_schema_field(SoakSerializer(allow_null=True))
+    def get_soak(self, run: Run) -> dict | None:
+        soak = Soak.objects.filter(run_id=run.pk).first()
+        return SoakSerializer(soak).data if soak else None
 
     class Meta:
         model = Run
@@ -47,6 +85,7 @@ class RunSerializer(serializers.ModelSerializer):
             "finished_at",
             "heartbeat_at",
             "cancel_requested_at",
+            "soak",
         ]
 
 
@@ -201,3 +240,47 @@ class RunSamplesApi(APIView):
         return Response(
             {"results": SampleSerializer(page, many=True).data, "next_after": next_after}
         )
+
+
+class SoakStopApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "SoakStop"
+
+        reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+    @extend_schema(request=InputSerializer, responses={202: RunSerializer})
+    def post(self, request, pk: int):
+        viewer = viewer_for_request(request)
+        run = get_visible_or_404(Run.objects.select_related("spec", "host"), viewer, pk=pk)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.soak_stop(
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            run=run,
+            reason=data.validated_data.get("reason", ""),
+        )
+        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SoakExtendApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "SoakExtend"
+
+        hours = serializers.FloatField(min_value=0.001, max_value=168)
+
+    @extend_schema(request=InputSerializer, responses={202: RunSerializer})
+    def post(self, request, pk: int):
+        viewer = viewer_for_request(request)
+        run = get_visible_or_404(Run.objects.select_related("spec", "host"), viewer, pk=pk)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.soak_extend(
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            run=run,
+            hours=data.validated_data["hours"],
+        )
+        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)

@@ -25,7 +25,10 @@ LIMIT_KEYS = (
 MIN_SEGMENT_WINDOWS = 3
 MEMORY_CONFIDENCE = 0.90
 MAX_SLOPE_SAMPLES = 1000
+MAX_CPD_POINTS = 2000
 NOISE_FLOOR = 0.005  # relative to the median level
+# Below this external hit rate a window did not use the offload tier.
+HIT_FLOOR = 0.01
 MIB = 2**20
 
 
@@ -53,8 +56,11 @@ def decide_g4(spec: dict, windows: Any, context: Any = None) -> dict:
         _memory_row(items, limits["max_memory_growth_mib_per_h"]),
         _unobserved_row(items, span, limits["max_unobserved_pct"]),
     ]
+    hits = _hit_row(items)
+    if hits is not None:
+        rows.append(hits)
     if not finished:
-        _mark_unfinished(rows, span)
+        _mark_unfinished(rows, span, len(items), limits["window_s"])
     verdict = _combine([row["verdict"] for row in rows])
     reasons = [f"{row['check']}: {row['cause']}" for row in rows if row["verdict"] == verdict]
     return _result(spec, limits, verdict, reasons, rows, span)
@@ -79,12 +85,73 @@ def _combine(verdicts: list[str]) -> str:
     return "pass"
 
 
-def _mark_unfinished(rows: list[dict], span: dict) -> None:
-    # Only a crash count is final before the end: it can only grow. Everything else may change.
+def _mark_unfinished(rows: list[dict], span: dict, windows: int, window_s: float) -> None:
+    """Before the end only what cannot recover stays failed: a crash count (it can only grow)
+    and an error rate the remaining windows cannot bring back under its limit. Everything else
+    is inconclusive so far; the soak is stopped early on what stays failed."""
     done = f"soak ran {span['observed_s'] / 3600:.2f} of {span['duration_s'] / 3600:.2f} h"
+    remaining = max(span["duration_s"] - span["observed_s"], 0.0) / max(window_s, 1e-9)
     for row in rows:
-        if not (row["check"] == "crashes" and row["verdict"] == "fail"):
-            row["verdict"], row["cause"] = "inconclusive", f"{done}; so far: {row['cause']}"
+        if row["verdict"] == "fail" and _final(row, windows, remaining):
+            continue
+        row["verdict"], row["cause"] = "inconclusive", f"{done}; so far: {row['cause']}"
+
+
+def _final(row: dict, windows: int, remaining_windows: float) -> bool:
+    if row["check"] == "crashes":
+        return True
+    return row["check"] == "error_rate" and _beyond_recovery(row, windows, remaining_windows)
+
+
+def _beyond_recovery(row: dict, windows: int, remaining_windows: float) -> bool:
+    """Even if every request of the remaining windows (at the rate seen so far) succeeded, the
+    error rate would stay over its limit."""
+    counted = row["completed"] + row["failed"]
+    best = 100 * row["failed"] / (counted + remaining_windows * counted / max(windows, 1))
+    if best <= row["limit"]:
+        return False
+    row["best_possible_pct"] = best
+    row["cause"] += (
+        f"; beyond recovery: with no failure in the ~{remaining_windows:.0f} remaining windows "
+        f"it would still be {best:.3f} %"
+    )
+    return True
+
+
+def _hit_row(items: list[dict]) -> dict | None:
+    """The offload tier's external hit rate per window: a tier that stops being hit (the last
+    windows at ~0 after earlier hits) is a product finding; one never hit means the soak never
+    exercised offload. None when no window reports a hit rate (e.g. uploaded windows)."""
+    series = [(item["seq"], item["start"], item["external_hit_rate"]) for item in items]
+    series = [point for point in series if point[2] is not None]
+    if not series:
+        return None
+    rates = [rate for _, _, rate in series]
+    summary = {"min": min(rates), "median": float(np.median(rates)), "windows": len(rates)}
+    if max(rates) < HIT_FLOOR:
+        cause = f"the offload tier was never hit in {len(rates)} window(s)"
+        return _row("offload_hits", "invalid", max(rates), HIT_FLOOR, cause, **summary)
+    tail = 0
+    while tail < len(series) and series[-1 - tail][2] < HIT_FLOOR:
+        tail += 1
+    if tail >= MIN_SEGMENT_WINDOWS:
+        seq, start, _ = series[-tail]
+        hour = (start - series[0][1]) / 3600
+        cause = (
+            f"the offload tier stopped being hit at hour {hour:.2f} (window {seq}) and stayed so"
+        )
+        return _row(
+            "offload_hits",
+            "fail",
+            0.0,
+            HIT_FLOOR,
+            cause,
+            stopped_seq=seq,
+            stopped_hour=hour,
+            **summary,
+        )
+    cause = f"external hit rate median {summary['median']:.3f}, lowest {summary['min']:.3f}"
+    return _row("offload_hits", "pass", summary["median"], HIT_FLOOR, cause, **summary)
 
 
 def _row(check: str, verdict: str, observed: Any, limit: Any, cause: str, **extra: Any) -> dict:
@@ -145,20 +212,38 @@ def _level_row(check: str, items: list[dict], key: str, worse: int, limit: float
     changes = [100 * (level / levels[0] - 1) for level in levels]
     worst = max(changes, key=lambda change: worse * change)
     harm = max(worse * worst, 0.0)
+    starts = {item["seq"]: item["start"] for item in items}
+    first = items[0]["start"]
     points = [
-        {"seq": series[b][0], "before": levels[i], "after": levels[i + 1]}
+        {
+            "seq": series[b][0],
+            "hour": round((starts[series[b][0]] - first) / 3600, 4),
+            "before": levels[i],
+            "after": levels[i + 1],
+        }
         for i, b in enumerate(breaks)
     ]
     verdict = "pass" if harm <= limit else "fail"
+    began = f", the first at hour {points[0]['hour']:.2f}" if points else ""
     cause = (
-        f"{len(breaks)} change point(s); worst segment {worst:+.2f} % against the first "
+        f"{len(breaks)} change point(s){began}; worst segment {worst:+.2f} % against the first "
         f"(limit {limit:g} %)"
     )
     return _row(check, verdict, harm, limit, cause, levels=levels, change_points=points)
 
 
 def change_points(values: np.ndarray) -> list[int]:
-    """Indices where the mean level shifts (PELT, l2 cost, BIC-like penalty on robust noise)."""
+    """Indices where the mean level shifts (PELT, l2 cost, BIC-like penalty on robust noise).
+
+    Beyond MAX_CPD_POINTS windows (a 72 h soak of 10 s windows has 25,920) the search runs on
+    medians of consecutive blocks: PELT's cost grows with the square of the points, and a
+    shift shorter than a few blocks is not drift. Breaks map back to the block's first window.
+    """
+    if len(values) > MAX_CPD_POINTS:
+        block = math.ceil(len(values) / MAX_CPD_POINTS)
+        usable = len(values) // block * block
+        medians = np.median(values[:usable].reshape(-1, block), axis=1)
+        return [index * block for index in change_points(medians)]
     if len(values) < 2 * MIN_SEGMENT_WINDOWS:
         return []
     scale = float(np.median(np.abs(values))) or 1.0
@@ -262,6 +347,7 @@ def _parse_window(raw: Any, field: str) -> dict:
         window[key] = read_count(raw, key, field)
     for key in ("output_throughput", "ttft_p99_ms"):
         window[key] = read_count(raw, key, field)
+    window["external_hit_rate"] = read_number(raw, "external_hit_rate", field)
     return window
 
 

@@ -1,5 +1,6 @@
-"""Walks the demo engagements through G1-G3 for real (a running worker drives simhost), and
-checks the pages and the API. Each step reports what happened; nothing is faked."""
+"""Walks the demo engagements through G1-G4 for real (a running worker drives simhost; G4 is a
+compressed soak, labelled so), and checks the pages and the API. Each step reports what
+happened; nothing is faked."""
 
 from __future__ import annotations
 
@@ -93,9 +94,9 @@ def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
 
 
 def walk_engagement(engagement: Engagement, say: Callable[[str], None]) -> list[DemoStep]:
-    """G1, G2, G3 in order, each for real; stop at the first gate that does not pass."""
+    """G1-G4 in order, each for real; stop at the first gate that does not pass."""
     steps = []
-    for kind in ("G1", "G2", "G3"):
+    for kind in ("G1", "G2", "G3", "G4"):
         gate = engagement.gates.get(kind=kind)
         if gate.verdict == Verdict.PASS:
             steps.append(DemoStep(f"{engagement.title} {kind}", True, "passed earlier"))
@@ -144,7 +145,8 @@ def _report(engagement: Engagement, kind: str, run: Run) -> DemoStep:
     if run.outcome != Run.Outcome.COMPLETED:
         return DemoStep(name, False, f"{run.outcome}: {run.reason[:300]}")
     decision = run.decisions.first()
-    return DemoStep(name, True, f"{decision.verdict}: {summarize(decision.result)}")
+    label = " (compressed soak)" if decision.result.get("soak", {}).get("compressed") else ""
+    return DemoStep(name, True, f"{decision.verdict}{label}: {summarize(decision.result)}")
 
 
 def summarize(result: dict) -> str:
@@ -156,7 +158,8 @@ def summarize(result: dict) -> str:
             f"[{_number(c['low'])}, {_number(c['high'])}] vs {c['threshold']:g} {c['verdict']}"
             for c in cells
         )
-    return "; ".join(result.get("reasons", []))[:400]
+    rows = [f"{row['check']} {row['verdict']}" for row in result.get("clauses", [])]
+    return "; ".join(result.get("reasons", []) or rows)[:400]
 
 
 def _number(value: float | None) -> str:

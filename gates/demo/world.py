@@ -131,7 +131,7 @@ def _free_port() -> int:
 
 
 def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
-    """The demo's G1-G3 specs: the templates, sized to what simhost emulates."""
+    """The demo's G1-G4 specs: the templates, sized to what simhost emulates."""
     g1 = specs.default_spec("G1")
     g1["expect"].update(gpu_model_pattern="H100", free_disk_min_gib=1)
     g2 = specs.default_spec("G2")
@@ -159,7 +159,29 @@ def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
     g3["validity"].update(
         min_external_hit_rate=plan.min_external_hit_rate, require_kv_exceeds_vram=False
     )
-    return {"G1": g1, "G2": g2, "G3": g3}
+    return {"G1": g1, "G2": g2, "G3": g3, "G4": demo_soak_spec()}
+
+
+DEMO_SOAK_S = 30
+
+
+def demo_soak_spec() -> dict:
+    """A COMPRESSED soak (30 s of 2 s windows, labelled so on its pages) under a cold-recovery
+    load that keeps the offload tier busy. Limits a minute can judge: memory growth per hour
+    extrapolated from seconds of RSS noise is meaningless at the template's 256 MiB/h, and
+    scheduling noise on a shared box moves 2 s windows by tens of percent."""
+    g4 = specs.default_spec("G4")
+    g4["duration_h"] = DEMO_SOAK_S / 3600
+    g4["window_min"] = 2 / 60
+    g4["load"] = {**COLD_RECOVERY, "num_prompts": 8, "num_prefixes": 4, "max_concurrency": 4}
+    g4["limits"].update(
+        max_throughput_drift_pct=100.0,
+        max_ttft_p99_change_pct=500.0,
+        max_memory_growth_mib_per_h=1e6,
+        max_unobserved_pct=10.0,
+    )
+    g4["soak"] = {"free_space_floor_gib": 0.5}
+    return g4
 
 
 def _organization(values: dict) -> Organization:

@@ -10,6 +10,7 @@ from gates.models.hosts import Host, HostCleanup, Profile
 from gates.models.idempotency import IdempotencyKey
 from gates.models.outcomes import Alert, Decision
 from gates.models.runs import Artifact, Measurement, Run, RunStep, SoakSample
+from gates.models.soak import Soak
 from gates.models.tenancy import ApiToken, Membership, Organization
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "Run",
     "RunStep",
     "ServiceHeartbeat",
+    "Soak",
     "SoakSample",
     "SpecSignature",
     "StopLossReset",

@@ -16,6 +16,7 @@ urlpatterns = [
     path("gates/<int:pk>/spec/reset/", views.gate_reset, name="gate-reset"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/soak/", views.soak_control, name="soak-control"),
     path("planner/", planner.planner_page, name="planner"),
     path("planner/engagements/<int:pk>/save/", planner.planner_save, name="planner-save"),
     path("alerts/ack/<str:token>/", alerts.alert_ack, name="alert-ack"),

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from gates import services
 from gates.errors import ServiceError
 from gates.health import service_health
-from gates.models import Decision, Engagement, Gate, Host, Run
+from gates.models import Decision, Engagement, Gate, Host, Run, Soak
 from gates.pages import dashboards
 from gates.pages.contract import gate_contract
 from gates.pages.statistics import g3_statistics
@@ -100,6 +100,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_visible_or_404(
         Run.objects.select_related("gate__engagement", "host", "spec"), viewer, pk=pk
     )
+    soak = Soak.objects.filter(run=run).first()
     return render(
         request,
         "gates/run_detail.html",
@@ -111,6 +112,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "steps": run.steps.all(),
             "decision": run.decisions.filter(kind=Decision.Kind.ENGINE).first(),
             "can_cancel": viewer.can("run.cancel") and not run.is_ended,
+            "soak": soak,
+            "can_control_soak": bool(soak)
+            and viewer.can("soak.control")
+            and soak.state == "active",
             "figures": dashboards.run_panels(run),
         },
     )
@@ -161,6 +166,34 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     except ServiceError as error:
         messages.error(request, error.detail)
     return redirect("gates:run-detail", pk=run.pk)
+
+
+@login_required
+@require_POST
+def soak_control(request: HttpRequest, pk: int) -> HttpResponse:
+    """Stop a soak early, or extend it by N hours (both audited by the service)."""
+    viewer = viewer_for_request(request)
+    run = get_visible_or_404(Run, viewer, pk=pk)
+    actor = services.Actor.from_request(request)
+    try:
+        if request.POST.get("action") == "extend":
+            hours = _number(request.POST.get("hours"))
+            services.soak_extend(actor=actor, viewer=viewer, run=run, hours=hours)
+            messages.info(request, f"The soak runs {hours:g} h longer.")
+        else:
+            reason = request.POST.get("reason", "")
+            services.soak_stop(actor=actor, viewer=viewer, run=run, reason=reason)
+            messages.info(request, "Stop requested; the agent stops after its current window.")
+    except ServiceError as error:
+        messages.error(request, error.detail)
+    return redirect("gates:run-detail", pk=run.pk)
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text or "")
+    except ValueError:
+        return None
 
 
 @login_required

@@ -76,6 +76,15 @@ from gates.services.runs import (
     runs_to_redispatch,
 )
 from gates.services.signing_keys import party_key_register, ssh_signature_check
+from gates.services.soak import (
+    SoakTick,
+    soak_tick_claim,
+    soak_tick_record,
+    soak_tick_release,
+    soak_tick_unreachable,
+    soaks_due,
+)
+from gates.services.soakcontrol import soak_extend, soak_stop
 from gates.services.tokens import api_token_create, api_token_revoke
 from gates.services.uploads import run_upload_decide, run_upload_record
 
@@ -89,6 +98,7 @@ __all__ = [
     "PoisonStepError",
     "RunSession",
     "ServiceError",
+    "SoakTick",
     "SpecChange",
     "alert_acknowledge",
     "alert_acknowledge_link",
@@ -144,6 +154,13 @@ __all__ = [
     "runs_stale",
     "runs_to_redispatch",
     "silence_alert_send",
+    "soak_extend",
+    "soak_stop",
+    "soak_tick_claim",
+    "soak_tick_record",
+    "soak_tick_release",
+    "soak_tick_unreachable",
+    "soaks_due",
     "ssh_signature_check",
     "stop_loss_reset_sign",
     "webhook_create",

@@ -19,10 +19,12 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from gates.errors import ServiceError
-from gates.models import Run, RunStep
+from gates.models import Run, RunStep, Soak
 from gates.services.evaluation import Evaluation, run_evaluate
 from gates.services.results import run_result_store
 from gates.services.runs import run_assert_lease, run_mark_canceled
+from gates.services.soak import soak_begin
+from runners.soak import SoakPaths
 
 MAX_STEP_DELIVERIES = 5
 
@@ -239,6 +241,14 @@ class RunSession:
     def mark_canceled(self) -> None:
         run_mark_canceled(run_id=self.run.pk, reason="canceled by request; host processes stopped")
 
+    def hand_off(self, step: dict, progress) -> None:
+        """Record the step and give the run to the soak collector (G4's beat ticks)."""
+        self.record(step, progress)
+        soak_begin(
+            run=self.run,
+            detail=progress.detail or self.run.steps.get(name=step["name"]).detail["progress"],
+        )
+
     # --- evaluation ----------------------------------------------------------------------
     def evaluate(self) -> Evaluation:
         return run_evaluate(self.run)
@@ -249,8 +259,13 @@ def run_remote_dirs(run: Run) -> list[str]:
     what to stop when the run ends, is canceled or is reaped. A step that launches one records
     its run_dir, whatever its kind."""
     details = run.steps.exclude(state=RunStep.State.PENDING).values_list("detail", flat=True)
-    return [
+    dirs = [
         detail["progress"]["run_dir"]
         for detail in details
         if detail.get("progress", {}).get("run_dir")
     ]
+    soak = Soak.objects.filter(run=run).first()
+    if soak is not None:  # every agent generation the collector relaunched
+        paths = SoakPaths(soak.run_dir)
+        dirs += [paths.agent_dir(g) for g in range(1, soak.generation + 1)]
+    return list(dict.fromkeys(dirs))

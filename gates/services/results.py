@@ -52,3 +52,22 @@ def _artifact_store(step: RunStep, artifact: results.Artifact, *, uploaded: bool
         },
     )
     return stored
+
+
+def run_artifacts_store(*, run_id: int, artifacts: list[results.Artifact]) -> None:
+    """Keep raw files of a run that belong to no step (a soak's windows), in one INSERT; a name
+    already stored keeps its first content, so a repeated or concurrent read is a no-op."""
+    Artifact.objects.bulk_create(
+        [
+            Artifact(
+                run_id=run_id,
+                name=artifact.name,
+                tool=artifact.tool,
+                content=artifact.content,
+                size=len(artifact.content),
+                sha256=hashlib.sha256(artifact.content).hexdigest(),
+            )
+            for artifact in artifacts
+        ],
+        ignore_conflicts=True,
+    )

@@ -109,6 +109,10 @@ def _check_can_start(gate: Gate, host: Host | None, source: str) -> None:
             "by upload",
             field="gate",
         )
+    if gate.kind == "G4" and source == Run.Source.UPLOAD:
+        raise GateNotRunnableError(
+            "a G4 soak is run on a host by its agent; it cannot be uploaded", field="upload"
+        )
     if gate.engagement.state != Engagement.State.ACTIVE:
         raise IllegalTransitionError(f"the engagement is {gate.engagement.state}")
     if gate.state == Gate.State.RUNNING:
@@ -305,7 +309,8 @@ def runs_stale(*, older_than_s: int) -> list[int]:
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
     last_seen = Coalesce("heartbeat_at", "started_at", "created_at")
     # Uploaded runs wait on a person, not a worker: they never go stale.
-    driven = Run.objects.filter(state=Run.State.RUNNING, source=Run.Source.REMOTE)
+    # A soak handed to its collector is watched by the beat ticks, which end it themselves.
+    driven = Run.objects.filter(state=Run.State.RUNNING, source=Run.Source.REMOTE, soak=None)
     stale = driven.alias(seen=last_seen).filter(seen__lt=cutoff)
     return list(stale.values_list("id", flat=True))
 
@@ -313,9 +318,8 @@ def runs_stale(*, older_than_s: int) -> list[int]:
 def runs_to_redispatch(*, older_than_s: int) -> list[int]:
     """Active remote runs nobody has poked lately (a lost broker message, a dead worker)."""
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
-    quiet = Run.objects.filter(state__in=ACTIVE_STATES, source=Run.Source.REMOTE).filter(
-        Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lt=cutoff)
-    )
+    quiet = Run.objects.filter(state__in=ACTIVE_STATES, source=Run.Source.REMOTE, soak=None)
+    quiet = quiet.filter(Q(last_dispatched_at__isnull=True) | Q(last_dispatched_at__lt=cutoff))
     return list(quiet.values_list("id", flat=True))
 
 

@@ -10,8 +10,15 @@ the orchestrator needs no curl there and never sends prompts through a shell:
     python3 hostctl.py tier                  the native offload tier (host DRAM) as JSON
     python3 hostctl.py listener PORT         who listens on TCP PORT, as JSON: "listening" and
                                              the visible processes (pid, pgid, command)
+    python3 hostctl.py soak-read DATA_DIR OFFSET MAX_BYTES ACK_SEQ stop|none DEADLINE|none
+                                             one soak collector tick: acknowledge collected
+                                             windows (the agent prunes them), maybe ask the
+                                             agent to stop or move its deadline, then print a
+                                             JSON header and the new windows with raw files
 """
 
+import base64
+import hashlib
 import json
 import os
 import sys
@@ -154,12 +161,104 @@ def listener(port):
     return 0
 
 
+def _write_atomic(path, text):
+    partial = path + ".tmp"
+    with open(partial, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)
+
+
+def _read(path, default=None):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except OSError:
+        return default
+
+
+def soak_read(data_dir, offset, max_bytes, ack_seq, stop, deadline):
+    """One collector tick's read: acknowledge, maybe stop or extend, then the new whole lines
+    after `offset` (at most max_bytes) with their windows' raw files, base64 and SHA-256."""
+    offset, max_bytes, ack_seq = int(offset), int(max_bytes), int(ack_seq)
+    if ack_seq >= 0:
+        _write_atomic(os.path.join(data_dir, "ack"), f"{ack_seq}\n")
+    if stop == "stop":
+        _write_atomic(os.path.join(data_dir, "stop"), "stop\n")
+    if deadline != "none":
+        _write_atomic(os.path.join(data_dir, "deadline"), f"{float(deadline)}\n")
+    header = {
+        "now": time.time(),
+        "heartbeat": _float(_read(os.path.join(data_dir, "heartbeat"))),
+        "exit": json.loads(_read(os.path.join(data_dir, "exit.json")) or "null"),
+        "boot_id": _read("/proc/sys/kernel/random/boot_id"),
+        "started": _float(_read(os.path.join(data_dir, "started"))),
+        "deadline": _float(_read(os.path.join(data_dir, "deadline"))),
+    }
+    lines = _lines(os.path.join(data_dir, "windows.jsonl"), offset, max_bytes)
+    records, end, size = [], offset, 0
+    for line, after in lines:
+        record = json.dumps({"line": line, "files": _files(data_dir, line)})
+        # The reply must fit what one command's output may carry: the rest waits a tick.
+        if records and size + len(record) > max_bytes:
+            break
+        records.append(record)
+        end, size = after, size + len(record)
+    header["offset"], header["count"] = end, len(records)
+    sys.stdout.write("\n".join([json.dumps(header), *records]) + "\n")
+    return 0
+
+
+def _files(data_dir, line):
+    window = json.loads(line)
+    folder = os.path.join(data_dir, "raw", str(window.get("seq")))
+    files = {}
+    for name in window.get("files", []):
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                content = handle.read()
+        except OSError:
+            continue  # pruned after an acknowledgement: already stored
+        files[name] = {
+            "sha256": hashlib.sha256(content).hexdigest(),
+            "base64": base64.b64encode(content).decode(),
+        }
+    return files
+
+
+def _lines(path, offset, max_bytes):
+    """Whole lines after offset, each with the offset just after it."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(max_bytes)
+    except OSError:
+        return []
+    found, position = [], offset
+    for raw in data.splitlines(True):
+        if not raw.endswith(b"\n"):
+            break
+        position += len(raw)
+        if raw.strip():
+            found.append((raw.decode(), position))
+    return found
+
+
+def _float(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
 COMMANDS = {
     "health": (health, 1),
     "metrics": (metrics, 1),
     "complete": (complete, 4),
     "tier": (tier, 0),
     "listener": (listener, 1),
+    "soak-read": (soak_read, 6),
 }
 URL_COMMANDS = ("health", "metrics", "complete")
 

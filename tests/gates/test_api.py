@@ -132,18 +132,16 @@ def test_a_second_run_on_a_busy_gate_is_a_409(vendor_api, engagement, host):
     assert response.status_code == 409 and response.json()["error"] == "illegal_transition"
 
 
-@pytest.mark.parametrize("start", [{"host": "gpu-1"}, {"upload": True}], ids=["host", "upload"])
-def test_starting_a_gate_without_a_program_is_a_409_that_writes_nothing(
-    vendor_api, engagement, host, start
-):
+def test_uploading_a_soak_is_a_409_that_writes_nothing(vendor_api, engagement, host):
     gate = engagement.gates.get(kind="G4")
     Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    start = {"upload": True}
     response = vendor_api.post(reverse("api:gate-runs", args=[gate.pk]), start, format="json")
     assert response.status_code == 409
     assert response.json() == {
         "error": "not_runnable",
-        "detail": "G4 cannot be run yet: Tollgate has no G4 program, on a host or by upload",
-        "field": "gate",
+        "detail": "a G4 soak is run on a host by its agent; it cannot be uploaded",
+        "field": "upload",
     }
     assert not Run.objects.exists()
     assert Host.objects.get(pk=host.pk).lease_run is None

@@ -260,24 +260,19 @@ class TestRuns:
         engagement.refresh_from_db()
         assert engagement.state == Engagement.State.PASSED
 
-    @pytest.mark.parametrize("source", [Run.Source.REMOTE, Run.Source.UPLOAD])
-    def test_a_gate_without_a_program_is_refused_and_nothing_is_written(
-        self, actor, vendor_viewer, engagement, host, source
+    def test_an_uploaded_soak_is_refused_and_nothing_is_written(
+        self, actor, vendor_viewer, engagement, host
     ):
         gate = engagement.gates.get(kind="G4")
         Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
         with pytest.raises(services.GateNotRunnableError) as error:
             services.run_create(
-                actor=actor,
-                viewer=vendor_viewer,
-                gate=gate,
-                host=host if source == Run.Source.REMOTE else None,
-                source=source,
+                actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
             )
         assert (error.value.code, error.value.status, error.value.field) == (
             "not_runnable",
             409,
-            "gate",
+            "upload",
         )
         assert "G4" in error.value.detail
         host.refresh_from_db()

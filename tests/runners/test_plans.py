@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import pytest
-
 from gates import specs
 from runners import plans
 from tests.simhosts import g2_spec, g3_spec
@@ -85,14 +83,13 @@ def test_more_repetitions_continue_the_numbering():
     assert {s["repetition"] for s in planned} == {1, 2, 3, 4, 5}
 
 
-def test_only_g1_to_g3_have_a_program_until_the_soak_exists():
-    assert [kind for kind in ("G1", "G2", "G3", "G4") if plans.has_program(kind)] == [
-        "G1",
-        "G2",
-        "G3",
-    ]
-    with pytest.raises(ValueError, match="no program for G4"):
-        plans.plan_run(specs.default_spec("G4"), [])
+def test_every_gate_kind_has_a_program_and_g4_hands_its_run_to_the_soak_agent():
+    assert all(plans.has_program(kind) for kind in ("G1", "G2", "G3", "G4"))
+    assert not plans.has_program("G5")
+    document = specs.default_spec("G4")
+    steps = plans.plan_run(document, [])
+    assert [step["kind"] for step in steps] == ["prepare", "soak"]
+    assert steps[1]["spec"] == document
 
 
 def test_g2_runs_each_aa_side_in_its_own_session_with_the_same_prompts():

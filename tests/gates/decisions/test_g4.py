@@ -212,3 +212,50 @@ def test_time_before_the_first_window_counts_as_unobserved_when_the_start_is_kno
     assert row(result, "unobserved")["observed"] == pytest.approx(100 * 3 / 72)
     assert result["verdict"] == "invalid"
     assert result["inputs"]["span"]["started_at"] == T0 - 3 * 3600
+
+
+def test_an_error_rate_the_remaining_windows_cannot_repair_fails_before_the_end():
+    # 100 of 432 windows, every one with 10 % failures: even 332 perfect windows leave > 0.5 %.
+    result = decide_g4(g4_spec(), soak(count=100, failed=30))
+    assert result["verdict"] == "fail"
+    errors = row(result, "error_rate")
+    assert errors["verdict"] == "fail" and "beyond recovery" in errors["cause"]
+    assert errors["best_possible_pct"] > 0.5
+
+
+def test_an_error_rate_that_can_still_recover_is_inconclusive_before_the_end():
+    # 2 failures per window (0.66 %, over the limit so far) could still end at 0.15 % after
+    # 332 perfect windows.
+    result = decide_g4(g4_spec(), soak(count=100, failed=2))
+    assert row(result, "error_rate")["verdict"] == "inconclusive"
+    assert result["verdict"] == "inconclusive"
+
+
+def with_hits(windows: list[dict], rate) -> list[dict]:
+    return [{**window, "external_hit_rate": rate(window["seq"])} for window in windows]
+
+
+def test_a_tier_that_stops_being_hit_fails_naming_the_hour():
+    windows = with_hits(soak(), lambda seq: 0.6 if seq < 180 else 0.0)  # hour 30
+    result = decide_g4(g4_spec(), windows)
+    hits = row(result, "offload_hits")
+    assert (result["verdict"], hits["verdict"]) == ("fail", "fail")
+    assert hits["stopped_seq"] == 180 and hits["stopped_hour"] == pytest.approx(30.0)
+    assert "hour 30.00" in hits["cause"]
+
+
+def test_a_tier_hit_all_along_passes_and_one_never_hit_is_invalid():
+    steady = decide_g4(g4_spec(), with_hits(soak(), lambda seq: 0.5 + 0.1 * (seq % 3)))
+    assert steady["verdict"] == "pass" and row(steady, "offload_hits")["median"] == 0.6
+    never = decide_g4(g4_spec(), with_hits(soak(), lambda seq: 0.0))
+    assert never["verdict"] == "invalid" and row(never, "offload_hits")["verdict"] == "invalid"
+    assert not [r for r in decide_g4(g4_spec(), soak())["clauses"] if r["check"] == "offload_hits"]
+
+
+def test_a_step_in_a_full_72_hour_soak_of_10_s_windows_is_found_where_it_happened():
+    rng = np.random.default_rng(3)
+    values = 500 * rng.lognormal(0, 0.03, 25920)
+    values[13_001:] *= 0.85
+    found = change_points(values)
+    assert len(found) == 1 and abs(found[0] - 13_001) <= 13  # one block of 13 windows
+    assert change_points(500 * rng.lognormal(0, 0.03, 25920)) == []

@@ -50,6 +50,7 @@ PROMISED_VERDICTS = {
     f"{HELPS} G1": "pass",
     f"{HELPS} G2": "pass",
     f"{HELPS} G3": "pass",
+    f"{HELPS} G4": "pass (compressed soak)",
     f"{SHORT_CHAT} G1": "pass",
     f"{SHORT_CHAT} G2": "pass",
     f"{SHORT_CHAT} G3": "fail",
@@ -73,7 +74,7 @@ def test_demo_once_sets_up_the_world_and_reports_every_step(tmp_path):
         env=embedded_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=480,  # three G3-size walks on a shared, loaded 2-core machine
+        timeout=600,  # G1-G3 walks and a 30 s compressed soak on a shared, loaded 2-core box
     )
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("vendor", "customer", "viewer"):

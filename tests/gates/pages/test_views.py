@@ -47,29 +47,18 @@ def test_a_vendor_starts_a_run_from_the_gate_page(client, vendor_admin, engageme
     assert "<progress" in run_page and "queued" in run_page
 
 
-def test_starting_a_gate_without_a_program_shows_why_and_writes_nothing(
-    client, vendor_admin, engagement, host
-):
-    client.force_login(vendor_admin)
-    gate = engagement.gates.get(kind="G4")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
-    response = client.post(
-        reverse("gates:run-start", args=[gate.pk]), {"host": host.pk}, follow=True
-    )
-    assert response.redirect_chain == [(reverse("gates:gate-detail", args=[gate.pk]), 302)]
-    assert "G4 cannot be run yet" in response.content.decode()
-    assert not Run.objects.exists()
-
-
-def test_a_ready_gate_without_a_program_offers_no_start_button_and_says_why(
+def test_a_ready_g4_offers_a_start_button_and_starting_it_queues_a_soak(
     client, vendor_admin, engagement, host
 ):
     client.force_login(vendor_admin)
     gate = engagement.gates.get(kind="G4")
     Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
     page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
-    assert "Start a run" not in page
-    assert "G4 has no program yet" in page
+    assert "Start a run" in page and "has no program" not in page
+    response = client.post(reverse("gates:run-start", args=[gate.pk]), {"host": host.pk})
+    run = Run.objects.get(gate=gate)
+    assert response["Location"] == reverse("gates:run-detail", args=[run.pk])
+    assert run.state == "queued"
 
 
 def test_a_viewer_sees_no_start_button_and_cannot_post(client, customer_viewer, engagement, host):

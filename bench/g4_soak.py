@@ -1,0 +1,302 @@
+"""G4 soak at scale, three figures in one run (docs/soak.md "Scale"):
+
+1. the decision over a full 72 h soak at 10 s windows (25,920 stored samples), time and peak
+   Python memory (tracemalloc), next to a tenth of it (2,592) to show memory grows with the
+   samples only;
+2. one collector tick's recording at the end of that soak (one new window stored, gaps checked,
+   no provisional re-judging due), and the same tick when a crash forces re-judging;
+3. the host side of a tick (one SSH connection, soak-read, agent status) against one loopback
+   sshd serving many agent data directories, run back to back as one worker process does:
+   ticks per second, hence how many soaks ticking every 30 s one worker holds.
+
+Targets: decision < 2 s, tick < 100 ms. Runs on a throwaway SQLite database (or DATABASE_URL
+with --postgres), the real services, a real sshd.
+
+    .venv/bin/python bench/g4_soak.py [--postgres] [--soaks 200] [--ticks 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+FIXTURES = ROOT / "tests" / "fixtures"
+BENCH_FILE = FIXTURES / "vllm-bench" / "er0080__bench_serve_v0.25.1__opt-125m_cpu.json"
+METRICS_FILE = FIXTURES / "vllm-metrics" / "er0080__metrics_vllm_0.25.1_idle.txt"
+WINDOW_S = 10.0
+T0 = 1.8e9
+
+
+def configure(var_dir: str, postgres: bool) -> None:
+    keep = ("DATABASE_URL",) if postgres else ()
+    for name in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"):
+        if name not in keep:
+            os.environ.pop(name, None)
+    os.environ.update(
+        DEBUG="true",
+        TOLLGATE_VAR_DIR=var_dir,
+        TOLLGATE_ENV_FILE="",
+        DJANGO_SETTINGS_MODULE="config.settings",
+        TOLLGATE_ENCRYPTION_KEYS="YmVuY2gta2V5LTAwMDAwMDAwMDAwMDAwMDAwMDAwMDA=",
+    )
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def window_line(seq: int, *, crashed: bool = False) -> dict:
+    start = T0 + seq * WINDOW_S
+    return {
+        "seq": seq,
+        "start": start,
+        "end": start + WINDOW_S,
+        "boot_id": "b",
+        "agent_pid": 1,
+        "server_pid": 2,
+        "crashed": crashed,
+        "crash": None,
+        "bench_exit": 0,
+        "files": ["bench.json", "metrics-after.txt", "metrics-before.txt"],
+        "server_rss_bytes": 40e9 + seq * 1000,
+    }
+
+
+def sample_metrics(seq: int) -> dict:
+    wobble = 1 + 0.02 * ((seq * 7919) % 13 - 6) / 6
+    return {
+        "crashed": False,
+        "completed": 300,
+        "failed": 0,
+        "output_throughput": 500 * wobble,
+        "ttft_p99_ms": 2000 / wobble,
+        "memory_bytes": 40e9 + seq * 1000,
+        "external_hit_rate": 0.6,
+        "notes": [],
+    }
+
+
+def make_soak(count: int, label: str):
+    """A G4 run on a soak with `count` stored windows, through the models directly."""
+    from datetime import UTC, datetime
+
+    from gates import services, specs
+    from gates.models import Organization, Run, Soak, SoakSample
+
+    org = Organization.objects.create(name=f"bench {label}", slug=label, kind="customer")
+    engagement = services.engagement_create(
+        actor=services.Actor.system("bench"), organization=org, title=label, model_name="m"
+    )
+    gate = engagement.gates.get(kind="G4")
+    document = specs.default_spec("G4")
+    document["window_min"] = WINDOW_S / 60
+    services.gate_spec_update(actor=services.Actor.system("bench"), gate=gate, document=document)
+    gate.refresh_from_db()
+    run = Run.objects.create(
+        gate=gate,
+        spec=gate.current_spec,
+        attempt=1,
+        state=Run.State.RUNNING,
+        started_at=datetime.now(tz=UTC),
+    )
+    when = lambda s: datetime.fromtimestamp(s, tz=UTC)  # noqa: E731
+    SoakSample.objects.bulk_create(
+        (
+            SoakSample(
+                run=run,
+                seq=i,
+                window_start=when(T0 + i * WINDOW_S),
+                window_end=when(T0 + (i + 1) * WINDOW_S),
+                metrics=sample_metrics(i),
+            )
+            for i in range(count)
+        ),
+        batch_size=2000,
+    )
+    soak = Soak.objects.create(
+        run=run,
+        run_dir="/tmp/bench-soak",
+        agent_sha256="0" * 64,
+        started=T0,
+        deadline=T0 + 72 * 3600,
+        last_seq=count - 1,
+        offset=count * 400,
+    )
+    return soak
+
+
+def _engine_windows(soak) -> list[dict]:
+    from runners import soak as pure
+
+    rows = soak.run.soak_samples.values_list("seq", "window_start", "window_end", "metrics")
+    return [pure.engine_window(q, a.timestamp(), b.timestamp(), m) for q, a, b, m in rows]
+
+
+def measure_decision(counts: list[int]) -> None:
+    from gates.decisions import decide_gate
+    from gates.models import Soak
+    from gates.services import soak as soak_service
+
+    print("1. decision over the stored samples")
+    for count in counts:
+        soak = make_soak(count, f"decision-{count}")
+        soak = Soak.objects.select_related("run__spec").get(pk=soak.pk)
+        # Timed without tracemalloc (it slows Python code several times), then measured with it.
+        times = []
+        for _ in range(3):
+            began = time.perf_counter()
+            result = soak_service._decide(soak)
+            times.append(time.perf_counter() - began)
+        windows = _engine_windows(soak)
+        began = time.perf_counter()
+        decide_gate(soak_service.soak_spec_in_force(soak), windows, {"started_at": T0})
+        engine = time.perf_counter() - began
+        tracemalloc.start()
+        soak_service._decide(soak)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(
+            f"   {count:>6} samples: {min(times):6.3f} s (engine alone {engine:.3f} s), "
+            f"peak {peak / 2**20:6.1f} MiB ({peak / count:,.0f} B/sample), "
+            f"verdict {result['verdict']}"
+        )
+
+
+def fake_window(seq: int, *, crashed: bool):
+    from runners import soak as pure
+
+    files = {
+        "bench.json": BENCH_FILE.read_bytes(),
+        "metrics-before.txt": METRICS_FILE.read_bytes(),
+        "metrics-after.txt": METRICS_FILE.read_bytes(),
+    }
+    return pure.Window(window_line(seq, crashed=crashed), files)
+
+
+def measure_tick(count: int, repeats: int = 20) -> None:
+    from django.conf import settings
+
+    from gates.services import soak as soak_service
+    from runners import soak as pure
+
+    settings.TOLLGATE_SOAK_PROVISIONAL_S = 10**9
+    soak = make_soak(count, f"tick-{count}")
+    soak.provisional = {"verdict": "inconclusive", "computed_at": T0 + count * WINDOW_S}
+    soak.save()
+    tick = soak_service.SoakTick(
+        run_id=soak.run_id,
+        token="t",
+        plan=None,
+        paths=pure.SoakPaths(soak.run_dir),
+        generation=1,
+        offset=soak.offset,
+        ack_seq=soak.last_seq,
+        stop=False,
+        deadline=None,
+        cancel=False,
+        may_relaunch=True,
+        config={},
+    )
+    print(f"2. one tick's recording at the end of a {count}-sample soak")
+    for crashed in (False, True):
+        times = []
+        for i in range(repeats):
+            seq = count + i + (repeats if crashed else 0)
+            read = pure.Read(
+                now=T0 + (seq + 1) * WINDOW_S,
+                heartbeat=T0 + (seq + 1) * WINDOW_S,
+                exit=None,
+                boot_id="b",
+                started=T0,
+                deadline=T0 + 72 * 3600,
+                offset=soak.offset + (i + 1) * 400,
+                windows=[fake_window(seq, crashed=crashed and i == 0)],
+            )
+            outcome = pure.TickOutcome(read, agent_running=True)
+            began = time.perf_counter()
+            soak_service.soak_tick_record(tick, outcome)
+            times.append(time.perf_counter() - began)
+        times.sort()
+        what = "a crash: re-judged at once" if crashed else "a quiet window"
+        print(
+            f"   {what:<28} median {1000 * times[len(times) // 2]:7.1f} ms, "
+            f"max {1000 * times[-1]:7.1f} ms"
+        )
+
+
+def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
+    from runners import soak as pure
+    from runners import soakhost
+    from runners.transport import open_transport
+    from tests.sshd import loopback_sshd
+
+    hostctl = ROOT / "runners" / "remote" / "hostctl.py"
+    dirs = []
+    for i in range(soaks):
+        run_dir = workdir / f"run-{i}"
+        data = run_dir / "soak-data"
+        for seq in range(3):
+            folder = data / "raw" / str(seq)
+            folder.mkdir(parents=True)
+            shutil.copy(BENCH_FILE, folder / "bench.json")
+            shutil.copy(METRICS_FILE, folder / "metrics-before.txt")
+            shutil.copy(METRICS_FILE, folder / "metrics-after.txt")
+        lines = "".join(json.dumps(window_line(seq)) + "\n" for seq in range(3))
+        (data / "windows.jsonl").write_text(lines)
+        shutil.copy(hostctl, run_dir / "hostctl.py")
+        dirs.append(pure.SoakPaths(str(run_dir)))
+    print(f"3. host side of a tick: {soaks} soak directories behind one loopback sshd")
+    (workdir / "sshd").mkdir()
+    with loopback_sshd(workdir / "sshd") as server:
+        target = server.target()
+        began = time.perf_counter()
+        for i in range(ticks):
+            paths = dirs[i % soaks]
+            with open_transport(target) as transport:
+                # A window per tick (the worst case at 30 s ticks of 10 s windows is three).
+                soakhost.read(
+                    transport,
+                    paths=paths,
+                    python=sys.executable,
+                    offset=0,
+                    ack_seq=-1,
+                    stop=False,
+                    deadline=None,
+                )
+                soakhost.agent_status(transport, paths=paths, generation=1)
+        seconds = time.perf_counter() - began
+    rate = ticks / seconds
+    print(
+        f"   {ticks} ticks in {seconds:.1f} s: {1000 / rate:.0f} ms per tick, {rate:.1f} "
+        f"ticks/s; one worker process holds about {int(rate * 30)} soaks ticking every 30 s "
+        f"(each read here carries 3 windows with their raw files)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", action="store_true", help="use DATABASE_URL")
+    parser.add_argument("--soaks", type=int, default=200)
+    parser.add_argument("--ticks", type=int, default=400)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tollgate-bench-") as scratch:
+        configure(scratch, args.postgres)
+        measure_decision([2592, 25920])
+        measure_tick(25920)
+        measure_host_side(args.soaks, args.ticks, Path(scratch) / "hosts")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
