@@ -30,6 +30,7 @@ class RunPlan:
     probe_names: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     max_tokens: int = 64
+    context_tokens: int | None = None
 
     def step_context(self, transport: Transport, scratch: Path) -> StepContext:
         """What every step of this run needs, on an open transport to its host."""
@@ -43,4 +44,5 @@ class RunPlan:
             serve_timeout_s=self.serve_timeout_s,
             prompts=self.prompts,
             max_tokens=self.max_tokens,
+            context_tokens=self.context_tokens,
         )

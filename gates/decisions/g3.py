@@ -46,7 +46,8 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
     checks = check_validity(items, parsed, facts)
     plan = SequentialPlan(parsed.min_repetitions, parsed.max_repetitions, parsed.confidence)
     cells = [
-        _decide_cell(clause, tier, items, plan)
+        _not_evaluated(clause, tier, facts["unavailable_arms"])
+        or _decide_cell(clause, tier, items, plan)
         for clause in parsed.clauses
         for tier in clause.tiers
     ]
@@ -74,6 +75,28 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
             "context": facts,
             "repetitions_seen": sorted({item.repetition for item in items}),
         },
+    }
+
+
+def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> dict | None:
+    """A clause on an arm the host cannot run is not judged: never a pass, never a fail."""
+    role = next((role for role in (clause.a, clause.b) if role in unavailable), None)
+    if role is None:
+        return None
+    return {
+        "clause": clause.index,
+        "metric": clause.metric,
+        "compare": clause.compare,
+        "change": clause.change,
+        "tier": tier,
+        "threshold": clause.threshold,
+        "better": clause.better,
+        "pairs": [],
+        "dropped": [],
+        **_no_numbers(clause, 0),
+        "verdict": "inconclusive",
+        "not_evaluated": True,
+        "cause": f"not evaluated: the {role} arm {unavailable[role]}",
     }
 
 
@@ -262,8 +285,12 @@ def _next_step(
         upcoming - len(cell["pairs"])
         for cell in cells
         if cell["verdict"] == "inconclusive"
+        and not cell.get("not_evaluated")
         and (upcoming := plan.next_look(len(cell["pairs"]))) is not None
     ]
+    if room > 0 and not needs:
+        why = "the undecided clause cells cannot be evaluated on this host; more runs cannot help"
+        return {"action": "decide", "more": 0, "reason": why}
     if room <= 0 or not needs:
         why = f"the budget of {plan.max_repetitions} repetitions is spent; the gate is inconclusive"
         return {"action": "decide", "more": 0, "reason": why}

@@ -59,13 +59,24 @@ def parse_measurements(raw: Any, spec: G3Spec) -> list[Measurement]:
 
 def parse_context(raw: Any) -> dict:
     if raw is None:
-        return {"kv_exceeds_vram": None}
+        return {"kv_exceeds_vram": None, "unavailable_arms": {}}
     if not isinstance(raw, dict):
         raise EvidenceError("context", "must be an object or null")
     flag = raw.get("kv_exceeds_vram")
     if flag is not None and not isinstance(flag, bool):
         raise EvidenceError("context.kv_exceeds_vram", "must be true, false or null")
-    return {"kv_exceeds_vram": flag}
+    return {"kv_exceeds_vram": flag, "unavailable_arms": _unavailable_arms(raw)}
+
+
+def _unavailable_arms(raw: dict) -> dict[str, str]:
+    """Arm roles this host cannot run, with why (e.g. native offload on a CPU-only host): their
+    clauses are not evaluated, and say so."""
+    arms = raw.get("unavailable_arms") or {}
+    if not isinstance(arms, dict) or not all(
+        isinstance(role, str) and isinstance(why, str) and why for role, why in arms.items()
+    ):
+        raise EvidenceError("context.unavailable_arms", "must map arm roles to reasons")
+    return dict(arms)
 
 
 def read_number(container: dict, key: str, field: str) -> float | None:

@@ -9,6 +9,7 @@ from gates.models import Host, Run
 from gates.services.hosts import host_credential
 from runners.execution import RunPlan
 from runners.transport import SshTarget
+from runners.workloads import spec_context_tokens
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
 DEFAULT_PYTHON = "/usr/bin/python3"
@@ -39,6 +40,7 @@ def run_execution(run: Run) -> RunPlan:
         probe_names=list(profile.commands.get("probes", {})),
         prompts=equivalence.get("prompts", []),
         max_tokens=equivalence.get("max_tokens", 64),
+        context_tokens=spec_context_tokens(spec),
         serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
     )
 
