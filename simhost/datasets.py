@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from simhost.textgen import VOCAB
+from simhost.textgen import join_words, vocab
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,11 @@ class DatasetSpec:
 
 
 def _words(rng: random.Random, count: int) -> List[str]:
-    return rng.choices(VOCAB, k=count)
+    return rng.choices(vocab(), k=count)
 
 
 def _sample(words: List[str], output_len: int) -> SampleRequest:
-    return SampleRequest(prompt=" ".join(words), prompt_len=len(words), output_len=output_len)
+    return SampleRequest(prompt=join_words(words), prompt_len=len(words), output_len=output_len)
 
 
 def random_requests(spec: DatasetSpec, rng: random.Random) -> List[SampleRequest]:

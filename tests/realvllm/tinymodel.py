@@ -1,24 +1,30 @@
-"""Makes the tiny model `make test-vllm` serves: a byte-level BPE tokenizer trained offline on
-this repository's own docs, and a seeded random-weight Llama small enough for a CPU.
+"""Makes the tiny model `make test-vllm` serves: simhost's shipped tokenizer (a byte-level BPE
+trained offline with `tokenizers` on this repository's docs/, by `train_tokenizer` below) and a
+seeded random-weight Llama small enough for a CPU. vLLM and simhost then count tokens with the
+same tokenizer, which the fidelity test relies on.
 
 Run with the test-vllm virtualenv's python (it needs torch and transformers):
     var/vllm-venv/bin/python tests/realvllm/tinymodel.py OUT_DIR
-Nothing is downloaded. The same seed and docs give the same weights and vocabulary.
+    var/vllm-venv/bin/python tests/realvllm/tinymodel.py --retrain-tokenizer OUT_DIR
+Nothing is downloaded. The same seed gives the same weights.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SHIPPED_TOKENIZER = ROOT / "simhost" / "tokenizer.json"
 VOCAB_SIZE = 2048
 MAX_POSITIONS = 2048
 SEED = 1234
 
 
 def train_tokenizer(out: Path) -> None:
+    """How simhost/tokenizer.json was made (docs/ of the commit that added it)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE(unk_token=None))
@@ -33,6 +39,9 @@ def train_tokenizer(out: Path) -> None:
     texts = [path.read_text() for path in sorted((ROOT / "docs").glob("*.md"))]
     tokenizer.train_from_iterator(texts, trainer=trainer)
     tokenizer.save(str(out / "tokenizer.json"))
+
+
+def write_tokenizer_config(out: Path) -> None:
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": "<s>",
@@ -73,10 +82,14 @@ def make_model(out: Path) -> None:
 
 
 def main() -> int:
-    out = Path(sys.argv[1])
+    retrain = sys.argv[1] == "--retrain-tokenizer"
+    out = Path(sys.argv[-1])
     out.mkdir(parents=True, exist_ok=True)
-    if not (out / "tokenizer.json").exists():
+    if retrain:
         train_tokenizer(out)
+    elif not (out / "tokenizer.json").exists():
+        shutil.copyfile(SHIPPED_TOKENIZER, out / "tokenizer.json")
+    write_tokenizer_config(out)
     if not (out / "model.safetensors").exists():
         make_model(out)
     print(out)
