@@ -65,6 +65,7 @@ class _MetricsObserver(StepObserver):
     def first_token(self, live: LiveRequest, ttft: float, queue_time: float) -> None:
         self._metrics.ttft.observe(ttft)
         self._metrics.queue.observe(queue_time)
+        live.scheduled = live.arrival + queue_time
 
     def next_token(self, live: LiveRequest, gap: float) -> None:
         self._metrics.itl.observe(gap)
@@ -80,6 +81,15 @@ class _MetricsObserver(StepObserver):
         metrics.generation_tokens.observe(live.generated)
         computed = request.prompt_len - request.local_hit_tokens - request.external_hit_tokens
         metrics.computed_tokens.observe(computed)
+        if live.first_token is not None:
+            start = live.scheduled or live.arrival
+            metrics.prefill.observe(live.first_token - start)
+            metrics.decode.observe(end - live.first_token)
+            metrics.inference.observe(end - start)
+        metrics.max_generation.observe(live.max_tokens)
+        metrics.params_max_tokens.observe(live.max_tokens)
+        metrics.params_n.observe(1)  # simhost runs each of n choices as its own sequence
+        metrics.request_preemptions.observe(request.preemptions)
         metrics.count_finished(live.finish_reason or "length")
 
 
