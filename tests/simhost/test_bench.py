@@ -149,7 +149,9 @@ def test_the_served_name_is_asked_for_while_model_names_the_tokenizer_path(serve
     result = bench(server, tmp_path, *flags)
     assert result["completed"] == 3 and result["tokenizer_id"] == "/models/weights"
     assert len(result["latencies"]) == len(result["queue_times"]) == 3
-    assert all(latency > ttft for latency, ttft in zip(result["latencies"], result["ttfts"]))
+    assert all(
+        latency > ttft for latency, ttft in zip(result["latencies"], result["ttfts"], strict=True)
+    )
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="perf_counter is CLOCK_MONOTONIC on Linux")
