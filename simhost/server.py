@@ -19,11 +19,12 @@ from typing import Awaitable, Callable, Dict, List, Optional
 
 from aiohttp import web
 
+from simhost.cacheconfig import cache_config_labels
 from simhost.engine import Engine, EngineConfig, EngineRequest
 from simhost.faults import CRASH_EXIT_STATUS, FaultConfig, FaultDice
 from simhost.hostconfig import HostConfig
 from simhost.kernelstamps import StampedConnection, listen
-from simhost.metrics import ServerMetrics, cache_config_labels
+from simhost.metrics import ServerMetrics
 from simhost.modelroutes import add_model_routes
 from simhost.protocol import (
     ApiError,
