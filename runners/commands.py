@@ -237,6 +237,11 @@ PLACEHOLDERS: dict[str, Kind] = {
     "offload_backend": choice("native", "lmcache"),
     "max_tokens": integer(1, 100_000),
     "run_root": absolute_path(),
+    # The HTTP port of LMCache's multi-process server (its health check), offload_backend lmcache.
+    "lmcache_http_port": integer(1, 65535),
+    # cold_recovery's flush phase (docs/gates.md): how many unrelated prompts, and their seed.
+    "flush_prompts": integer(1, 10_000_000),
+    "flush_seed": integer(0, 2**32 - 1),
     # simhost, the emulated host: its scenario, host description, faults and time scale.
     "time_scale": number(0.0, 1000.0, low_open=True),
     "sim_scenario": choice("offload-helps", "offload-does-not-help"),

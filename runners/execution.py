@@ -45,6 +45,7 @@ class RunPlan:
     retry_window_s: float = 0.0
     keep_run_dir: bool = False
     accepted_inventory: dict | None = None
+    context_tokens: int | None = None
 
     def __post_init__(self) -> None:
         checked_values(self.values)
@@ -75,6 +76,7 @@ class RunPlan:
             prompts=self.prompts,
             max_tokens=self.max_tokens,
             accepted_inventory=self.accepted_inventory,
+            context_tokens=self.context_tokens,
         )
 
 

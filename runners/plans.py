@@ -123,7 +123,17 @@ def workload_seed(workload: dict, repetition: int, tier: int) -> int:
 
 
 def _session(label: str, role: str, arm_kind: str, inner: list[Step]) -> list[Step]:
+    # An offload session may need the tier's own server first (LMCache's); the step decides
+    # from the profile whether there is one, so every offload plan has the same shape.
+    tier_server = {
+        "name": f"{label}: start offload tier server",
+        "kind": "offload_server",
+        "arm": role,
+        "arm_kind": arm_kind,
+        "session": label,
+    }
     return [
+        *([tier_server] if arm_kind == "offload" else []),
         {
             "name": f"{label}: start {arm_kind} server",
             "kind": "serve",
@@ -132,7 +142,13 @@ def _session(label: str, role: str, arm_kind: str, inner: list[Step]) -> list[St
             "session": label,
         },
         *inner,
-        {"name": f"{label}: stop server", "kind": "stop", "arm": role, "session": label},
+        {
+            "name": f"{label}: stop server",
+            "kind": "stop",
+            "arm": role,
+            "arm_kind": arm_kind,
+            "session": label,
+        },
     ]
 
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from runners import adapters, servers, soakhost
 from runners.adapters.errors import FormatProblem
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.cleanup import MARKER
-from runners.commands import fill
+from runners.commands import fill, to_shell
 from runners.contract import check_host, inventory_of
 from runners.errors import BenchmarkError, SpecError
 from runners.plans import WARMUP_PROMPTS
@@ -32,52 +30,26 @@ from runners.results import (
     metrics_scrape,
     probe_proof,
 )
-from runners.transport import Transport
+from runners.serving import (
+    cold_recovery_phases,
+    offload_server,
+    offload_server_step,
+    server_values,
+)
+from runners.stepcontext import (
+    LOG_TAIL_BYTES,
+    SHORT_COMMAND_S,
+    StepContext,
+    StepProgress,
+    remote_dir,
+    tail_of,
+)
 from runners.workloads import workload_num_prefixes
 
 HOSTCTL = Path(__file__).resolve().parent / "remote" / "hostctl.py"
-SHORT_COMMAND_S = 60
 # The live log takes at most this much of a bench's output per poll.
 LIVE_LOG_BYTES = 16 * 1024
 LIVE_LOG_LINES = 60
-LOG_TAIL_BYTES = 2000
-
-
-@dataclass(frozen=True)
-class StepContext:
-    """What every step of one run needs: the host, the profile, and the run's values."""
-
-    transport: Transport
-    commands: dict
-    values: dict
-    run_dir: str
-    token: str
-    scratch: Path
-    serve_timeout_s: float = 900.0
-    bench_timeout_s: float = 6 * 3600.0
-    prompts: list[str] = field(default_factory=list)
-    max_tokens: int = 64
-    # The inventory G1 accepted (runners.contract.inventory_of); None when none was.
-    accepted_inventory: dict | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.values['host_address']}:{self.values['port']}"
-
-
-@dataclass
-class StepProgress:
-    done: bool
-    detail: dict = field(default_factory=dict)
-    artifacts: list[Artifact] = field(default_factory=list)
-    measurement: dict | None = None
-    facts: dict | None = None
-    log: str = ""
-    # A detached process the step waits for: the driver blocks on its exit on the host
-    # instead of polling from here, so a finished benchmark is noticed within ~50 ms.
-    waiting_on: str | None = None
-    # The run is handed to another driver (a G4 soak: the collector's beat ticks).
-    handoff: bool = False
 
 
 def perform(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -86,11 +58,6 @@ def perform(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     if executor is None:
         raise SpecError(f"unknown step kind {step['kind']!r}", field="plan", step=step["name"])
     return executor(step, detail, ctx)
-
-
-def remote_dir(ctx: StepContext, step: dict) -> str:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", step.get("session") or step["name"]).strip("-")
-    return f"{ctx.run_dir}/{step['kind']}-{slug}"
 
 
 def _prepare(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -102,7 +69,12 @@ def _prepare(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     prompts = ctx.scratch / "prompts.json"
     prompts.write_text(json.dumps(ctx.prompts))
     ctx.transport.put(str(prompts), f"{ctx.run_dir}/prompts.json")
-    return StepProgress(True, log=f"uploaded hostctl.py and {len(ctx.prompts)} prompts\n")
+    log = f"uploaded hostctl.py and {len(ctx.prompts)} prompts\n"
+    if ctx.context_tokens is not None:
+        # Refuse a workload the model cannot hold now, before any server starts.
+        values = server_values(ctx.transport, ctx.commands, ctx.values, ctx.context_tokens)
+        log += f"max_model_len {values.get('max_model_len')} ({ctx.context_tokens} needed)\n"
+    return StepProgress(True, log=log)
 
 
 def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -144,7 +116,8 @@ def _contract(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
     if not detail.get("launched"):
-        argv = fill(ctx.commands["serve"][step["arm_kind"]], ctx.values)
+        values = server_values(ctx.transport, ctx.commands, ctx.values, ctx.context_tokens)
+        argv = fill(ctx.commands["serve"][step["arm_kind"]], values)
         found = servers.listener(ctx.transport, ctx.values, ctx.run_dir)
         own = ctx.transport.status(run_dir)
         servers.require_port_free(found, own, host=ctx.transport.host, step=step["name"])
@@ -158,7 +131,7 @@ def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     if status.finished or status.vanished:
         raise BenchmarkError(
             f"the {step['arm_kind']} server exited before it was healthy "
-            f"(exit {status.exit_code}): {_tail(ctx, run_dir)}",
+            f"(exit {status.exit_code}): {tail_of(ctx, run_dir)}",
             step=step["name"],
         )
     if not _healthy(ctx):
@@ -181,8 +154,9 @@ def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 
 
 def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
-    serve_step = {**step, "kind": "serve"}
-    ctx.transport.kill(remote_dir(ctx, serve_step))
+    ctx.transport.kill(remote_dir(ctx, {**step, "kind": "serve"}))
+    if offload_server(ctx.commands, ctx.values, step.get("arm_kind", "")) is not None:
+        ctx.transport.kill(remote_dir(ctx, {**step, "kind": "offload_server"}))
     return StepProgress(True, log=f"{step['name']}: stopped\n")
 
 
@@ -194,7 +168,8 @@ def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
         before, kept = _scrape(ctx, step, "before")
         return StepProgress(False, {"metrics_before": before}, [kept])
     if not detail.get("launched"):
-        _launch_bench(ctx, step, run_dir, step["workload"], step["tier"], step["seed"])
+        phases = cold_recovery_phases(step["workload"], detail["metrics_before"], step["seed"])
+        _launch_bench(ctx, step, run_dir, step["workload"], step["tier"], step["seed"], phases)
         return StepProgress(
             False,
             {"launched": True, "run_dir": run_dir, "since": time.time()},
@@ -270,8 +245,16 @@ def _complete(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 
 
 def _launch_bench(
-    ctx: StepContext, step: dict, run_dir: str, workload: dict, concurrency: int, seed: int
+    ctx: StepContext,
+    step: dict,
+    run_dir: str,
+    workload: dict,
+    concurrency: int,
+    seed: int,
+    phases: dict | None = None,
 ) -> None:
+    """The bench, alone or (cold_recovery with the profile's seed and flush phases, and not a
+    warm-up) as one `sh -c` of the three filled, quoted commands in order."""
     dataset = workload["dataset"]
     template = ctx.commands["bench"].get(dataset)
     if template is None:
@@ -289,9 +272,13 @@ def _launch_bench(
         "result_dir": run_dir,
         "result_filename": "result.json",
     }
-    ctx.transport.launch_detached(
-        run_dir, f"{ctx.token}-{Path(run_dir).name}", fill(template, values)
-    )
+    argv = fill(template, values)
+    steps = ctx.commands.get("phases", {}).get(dataset)
+    if phases is not None and steps:
+        values.update(phases)
+        line = " && ".join(to_shell(fill(t, values)) for t in (steps["seed"], steps["flush"]))
+        argv = ["sh", "-c", f"{line} && {to_shell(argv)}"]
+    ctx.transport.launch_detached(run_dir, f"{ctx.token}-{Path(run_dir).name}", argv)
 
 
 def _bench_finished(ctx: StepContext, step: dict, run_dir: str, detail: dict) -> bool:
@@ -299,7 +286,7 @@ def _bench_finished(ctx: StepContext, step: dict, run_dir: str, detail: dict) ->
     if status.finished:
         if status.exit_code != 0:
             raise BenchmarkError(
-                f"the bench command exited {status.exit_code}: {_tail(ctx, run_dir)}",
+                f"the bench command exited {status.exit_code}: {tail_of(ctx, run_dir)}",
                 step=step["name"],
             )
         return True
@@ -392,11 +379,6 @@ def _metrics_text(ctx: StepContext) -> str:
     return result.stdout
 
 
-def _tail(ctx: StepContext, run_dir: str) -> str:
-    argv = fill(["tail", "-c", str(LOG_TAIL_BYTES), "{run_dir}/stderr.log"], {"run_dir": run_dir})
-    return ctx.transport.run(argv, timeout=SHORT_COMMAND_S).stdout.strip() or "(no stderr)"
-
-
 def _soak(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     recorded = soakhost.launch_step(ctx, step, detail)
     log = f"{step['name']}: {'adopted' if recorded.get('adopted') else 'started'}\n"
@@ -409,6 +391,7 @@ EXECUTORS: dict[str, Any] = {
     "contract": _contract,
     "serve": _serve,
     "stop": _stop,
+    "offload_server": offload_server_step,
     "bench": _bench,
     "warmup": _warmup,
     "complete": _complete,

@@ -41,6 +41,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--endpoint")
     parser.add_argument("--model")
+    # The name the API serves (vllm bench: --model is then only the tokenizer's source).
+    parser.add_argument("--served-model-name")
     parser.add_argument("--tokenizer")
     parser.add_argument("--dataset-name", choices=DATASETS)
     for name, kind in (
@@ -177,7 +179,8 @@ def _endpoint(values: Mapping[str, Any]):
         base_url=base_url,
         path=values["endpoint"] or ("/v1/chat/completions" if chat else "/v1/completions"),
         chat=chat,
-        model=values["model"],  # None: the bench asks /v1/models, as vLLM's does
+        # None: the bench asks /v1/models, as vLLM's does
+        model=values["served_model_name"] or values["model"],
         temperature=values["temperature"],
         ignore_eos=values["ignore_eos"] or values["dataset_name"] == "random",
         extra_body=_extra_body(values["extra_body"]),

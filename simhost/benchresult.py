@@ -18,7 +18,16 @@ METRIC_TITLES = {
     "itl": ("Inter-token Latency", "ITL"),
     "e2el": ("End-to-end Latency", "E2EL"),
 }
-DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors")
+DETAILED_KEYS = (
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "latencies",
+    "queue_times",
+    "generated_texts",
+    "errors",
+)
 
 
 @dataclass
@@ -33,6 +42,7 @@ class RequestOutcome:
     ttft: float = 0.0
     itl: List[float] = field(default_factory=list)
     latency: float = 0.0
+    queue_time: float = 0.0  # waiting for the --max-concurrency cap, before start_time
     error: str = ""
     server_ttft: Optional[float] = None
     server_arrival: Optional[float] = None  # simhost servers only: CLOCK_MONOTONIC seconds
@@ -147,9 +157,11 @@ def _detailed(outcomes: Sequence[RequestOutcome]) -> Dict[str, Any]:
         "output_lens": [o.output_tokens if o.success else 0 for o in outcomes],
         "ttfts": [o.ttft for o in outcomes],
         "itls": [o.itl for o in outcomes],
+        "latencies": [o.latency for o in outcomes],
+        "start_times": [o.start_time for o in outcomes],
+        "queue_times": [o.queue_time for o in outcomes],
         "generated_texts": [o.generated_text for o in outcomes],
         "errors": [o.error for o in outcomes],
-        "start_times": [o.start_time for o in outcomes],
     }
     if any(o.server_ttft is not None for o in outcomes):
         detail["server_ttfts"] = [o.server_ttft for o in outcomes]

@@ -94,8 +94,10 @@ async def run_phase(
     async def one(prepared: PreparedRequest) -> PendingOutcome:
         if limit is None:
             return await send_request(client, settings.endpoint, prepared)
+        dispatched = time.perf_counter()
         async with limit:
-            return await send_request(client, settings.endpoint, prepared)
+            # vLLM's client_queue_time: from dispatch until the concurrency cap let it go.
+            return await send_request(client, settings.endpoint, prepared, since=dispatched)
 
     tasks = []
     async for index in _arrivals(len(samples), rate, settings.burstiness, rng):

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from simhost.textgen import VOCAB
+from simhost.textgen import join_words, vocab
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,11 @@ class DatasetSpec:
 
 
 def _words(rng: random.Random, count: int) -> List[str]:
-    return rng.choices(VOCAB, k=count)
+    return rng.choices(vocab(), k=count)
 
 
 def _sample(words: List[str], output_len: int) -> SampleRequest:
-    return SampleRequest(prompt=" ".join(words), prompt_len=len(words), output_len=output_len)
+    return SampleRequest(prompt=join_words(words), prompt_len=len(words), output_len=output_len)
 
 
 def random_requests(spec: DatasetSpec, rng: random.Random) -> List[SampleRequest]:
@@ -85,14 +85,16 @@ def prefix_repetition_requests(
 
 
 def cold_recovery_workload(spec: DatasetSpec, rng: random.Random) -> Workload:
-    """Warm one turn per session, push the sessions out of GPU memory with unrelated prompts of
-    the same size, then resume every session; only the resumed turns are measured."""
+    """docs/gates.md "cold_recovery": seed every timed prompt once (one output token), push the
+    sessions out of GPU memory with unrelated prompts of the same size, then send the timed
+    prompts again; only those are measured. The Tollgate `vllm` profile does the same with
+    three `vllm bench serve` runs (only identical arguments reproduce vllm bench's prompts)."""
     prefixes = [_words(rng, spec.prefix_len) for _ in range(spec.num_prefixes)]
-    warmup = [_sample(prefix + _words(rng, spec.suffix_len), 1) for prefix in prefixes]
+    measured = prefix_repetition_requests(spec, rng, prefixes)
+    warmup = [SampleRequest(r.prompt, r.prompt_len, 1) for r in measured]
     size = spec.prefix_len + spec.suffix_len
     flush_count = math.ceil((spec.flush_tokens or 0) / size)
     flush = [_sample(_words(rng, size), 1) for _ in range(flush_count)]
-    measured = prefix_repetition_requests(spec, rng, prefixes)
     return Workload(measured=measured, warmup=warmup, flush=flush)
 
 

@@ -28,6 +28,8 @@ class EngineConfig:
     enable_prefix_caching: bool
     kv_offloading_gib: Optional[float]
     offload_bytes_per_s: float
+    # "lmcache" is accepted as vLLM >= 0.25 takes it; the emulated tier is the same either way.
+    kv_offloading_backend: str = "native"
     offload_lookup_s: float = 0.0005  # connector lookup per admitted request
     store_interference: float = 0.05  # share of a GPU->CPU copy that slows the step it overlaps
 

@@ -183,7 +183,10 @@ def _judge(outcome: RequestOutcome, reader: _EventReader) -> RequestOutcome:
 
 
 async def send_request(
-    client: HttpClient, endpoint: Endpoint, prepared: PreparedRequest
+    client: HttpClient,
+    endpoint: Endpoint,
+    prepared: PreparedRequest,
+    since: Optional[float] = None,
 ) -> PendingOutcome:
     """Stream one request; never raises for a failed request (the outcome carries the error).
     Call `.finish()` on the result once timing is over."""
@@ -191,6 +194,7 @@ async def send_request(
     headers[TIMING_HEADER] = "1"
     headers["Content-Type"] = "application/json"
     outcome = RequestOutcome(prompt_len=prepared.prompt_len, start_time=time.perf_counter())
+    outcome.queue_time = outcome.start_time - since if since is not None else 0.0
     pending = PendingOutcome(outcome, _EventReader(outcome, endpoint.chat))
     try:
         await client.request(

@@ -25,6 +25,8 @@ ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.
 ITL_BUCKETS += (7.5, 10.0, 20.0, 40.0, 80.0)
 REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0)
 REQUEST_BUCKETS += (60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
+N_BUCKETS = (1.0, 2.0, 5.0, 10.0, 20.0)
+PREEMPTION_BUCKETS = (1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0)
 
 
 def token_buckets(max_model_len: int) -> List[float]:
@@ -137,6 +139,39 @@ class _EngineCollector:
             stats.external_hits,
         )
         yield self._by_source(stats.prompt_tokens, stats.prefix_hits, stats.external_hits)
+        yield self._counter(
+            "vllm:prompt_tokens_cached",
+            "Number of cached prompt tokens (local + external).",
+            stats.prefix_hits + stats.external_hits,
+        )
+        yield self._cached_by_source(stats.prefix_hits, stats.external_hits)
+        # No multimodal inputs and no admission control here: true zeros, as vLLM shows them.
+        for name, doc in (
+            ("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of items."),
+            ("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of items."),
+            ("vllm:admission_rejections", "Requests rejected by admission control."),
+        ):
+            yield self._counter(name, doc, 0)
+        sleep = GaugeMetricFamily(
+            "vllm:engine_sleep_state", "Engine sleep state", labels=(*LABELS, "sleep_state")
+        )
+        for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
+            sleep.add_metric([*self._server.label_values, state], value)
+        yield sleep
+
+    def _cached_by_source(self, device: int, host: int) -> CounterMetricFamily:
+        """Cached prompt tokens by where they were found: GPU (device) or the CPU tier (host)."""
+        family = CounterMetricFamily(
+            "vllm:prompt_tokens_cached_by_source",
+            "Number of cached prompt tokens by source.",
+            labels=(*LABELS, "source"),
+        )
+        sources = (("device", device), ("host", host), ("p2p", 0), ("disk", 0))
+        for source, value in (*sources, ("external_unspecified", 0)):
+            family.add_metric(
+                [*self._server.label_values, source], value, created=self._server.created
+            )
+        return family
 
     def _by_source(self, prompt: int, local: int, external: int) -> CounterMetricFamily:
         family = CounterMetricFamily(
@@ -294,6 +329,33 @@ class ServerMetrics:
                 "new KV tokens computed in prefill.",
                 tokens,
             ),
+            ("prefill", "request_prefill_time_seconds", "time in PREFILL phase.", REQUEST_BUCKETS),
+            ("decode", "request_decode_time_seconds", "time in DECODE phase.", REQUEST_BUCKETS),
+            (
+                "inference",
+                "request_inference_time_seconds",
+                "time in RUNNING phase for request.",
+                REQUEST_BUCKETS,
+            ),
+            (
+                "max_generation",
+                "request_max_num_generation_tokens",
+                "maximum number of requested generation tokens.",
+                tokens,
+            ),
+            ("params_n", "request_params_n", "the n request parameter.", N_BUCKETS),
+            (
+                "params_max_tokens",
+                "request_params_max_tokens",
+                "the max_tokens request parameter.",
+                tokens,
+            ),
+            (
+                "request_preemptions",
+                "request_num_preemptions",
+                "number of preemptions per request.",
+                PREEMPTION_BUCKETS,
+            ),
         ):
             setattr(
                 self, attribute, self._histogram("vllm:" + name, "Histogram of " + doc, buckets)
@@ -312,28 +374,3 @@ class ServerMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
-
-
-def cache_config_labels(engine: Engine, gpu_memory_utilization: float) -> Dict[str, str]:
-    """The labels vLLM puts on vllm:cache_config_info (values are strings, None as 'None')."""
-    config = engine.config
-    capacity = config.num_gpu_blocks * config.block_size
-    return {
-        "block_size": str(config.block_size),
-        "cache_dtype": "auto",
-        "calculate_kv_scales": "False",
-        "enable_prefix_caching": str(config.enable_prefix_caching),
-        "engine": "0",
-        "gpu_memory_utilization": str(gpu_memory_utilization),
-        "is_attention_free": "False",
-        "kv_cache_max_concurrency": str(round(capacity / config.preset.max_model_len, 5)),
-        "kv_cache_size_tokens": str(capacity),
-        "kv_offloading_backend": "native",
-        "kv_offloading_size": str(config.kv_offloading_gib),
-        "kv_sharing_fast_prefill": "False",
-        "num_cpu_blocks": str(config.num_cpu_blocks) if config.offload_enabled else "None",
-        "num_gpu_blocks": str(config.num_gpu_blocks),
-        "num_gpu_blocks_override": "None",
-        "prefix_caching_hash_algo": "sha256",
-        "sliding_window": "None",
-    }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from simhost.textgen import render_chat
 
@@ -45,12 +45,15 @@ class GenerationRequest:
 
     chat: bool
     model: str
-    prompts: List[str]
+    prompts: List[Union[str, List[int]]]  # text, or token ids as the client sent them
     max_tokens: int
     temperature: float
     seed: Optional[int]
     stream: bool
     include_usage: bool
+    continuous_usage: bool = False
+    n: int = 1
+    echo: bool = False
 
 
 def parse_json_body(raw: bytes) -> Dict[str, Any]:
@@ -103,15 +106,15 @@ def _bool(body: Dict[str, Any], name: str) -> bool:
     return value
 
 
-def _include_usage(body: Dict[str, Any], stream: bool) -> bool:
+def _stream_options(body: Dict[str, Any], stream: bool) -> Dict[str, Any]:
     options = body.get("stream_options")
     if options is None:
-        return False
+        return {}
     if not isinstance(options, dict):
         raise ApiError(400, "stream_options must be an object.", "stream_options")
     if not stream:
         raise ApiError(400, "stream_options is only allowed when stream is true.", "stream_options")
-    return _bool(options, "include_usage")
+    return options
 
 
 def _model(body: Dict[str, Any], served: Sequence[str]) -> str:
@@ -125,7 +128,7 @@ def _model(body: Dict[str, Any], served: Sequence[str]) -> str:
     return model
 
 
-def _prompts(value: Any) -> List[str]:
+def _prompts(value: Any) -> List[Union[str, List[int]]]:
     """A string, a list of strings, a list of token ids, or a list of token id lists."""
     if isinstance(value, str):
         return [value]
@@ -133,7 +136,7 @@ def _prompts(value: Any) -> List[str]:
         if all(isinstance(item, str) for item in value):
             return list(value)
         if all(isinstance(item, int) and not isinstance(item, bool) for item in value):
-            return [" ".join("t{}".format(item) for item in value)]
+            return [list(value)]
         if all(isinstance(item, list) and item for item in value):
             return [p for item in value for p in _prompts(item)]
     raise ApiError(
@@ -141,11 +144,14 @@ def _prompts(value: Any) -> List[str]:
     )
 
 
-def _common(body: Dict[str, Any], served: Sequence[str], chat: bool, prompts: List[str]):
+def _common(body: Dict[str, Any], served: Sequence[str], chat: bool, prompts: List[Any]):
     stream = _bool(body, "stream")
     n = _optional_int(body, "n")
-    if n not in (None, 1):
-        raise ApiError(400, "n: only n=1 is supported by simhost.", "n")
+    n = 1 if n is None else n
+    if n < 1:
+        raise ApiError(400, "n must be at least 1.", "n")
+    _refuse_unsupported(body)
+    options = _stream_options(body, stream)
     return GenerationRequest(
         chat=chat,
         model=_model(body, served),
@@ -156,8 +162,27 @@ def _common(body: Dict[str, Any], served: Sequence[str], chat: bool, prompts: Li
         temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
         seed=_optional_int(body, "seed"),
         stream=stream,
-        include_usage=_include_usage(body, stream),
+        include_usage=_bool(options, "include_usage"),
+        continuous_usage=_bool(options, "continuous_usage_stats"),
+        n=n,
+        echo=False if chat else _bool(body, "echo"),
     )
+
+
+def _refuse_unsupported(body: Dict[str, Any]) -> None:
+    """What vLLM refuses when served without tool parsing, and what simhost does not emulate."""
+    if body.get("tool_choice") == "auto" or (body.get("tools") and "tool_choice" not in body):
+        raise ApiError(
+            400,
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
+            "to be set",
+            None,
+        )
+    for name in ("logprobs", "top_logprobs", "prompt_logprobs"):
+        if body.get(name) not in (None, False):
+            raise ApiError(
+                400, "{}: simhost does not emulate log probabilities.".format(name), name
+            )
 
 
 def parse_completion(body: Dict[str, Any], served: Sequence[str]) -> GenerationRequest:
@@ -187,19 +212,52 @@ def parse_chat(body: Dict[str, Any], served: Sequence[str]) -> GenerationRequest
     return _common(body, served, True, [rendered])
 
 
-def check_context(prompt_tokens: int, max_tokens: int, max_model_len: int) -> None:
+def tokenize_text(body: Dict[str, Any], served: Sequence[str]) -> str:
+    """The text /tokenize counts: `prompt`, or `messages` through the chat template."""
+    _model(body, served)
+    if "messages" in body:
+        messages = body["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise ApiError(400, "messages must be a non-empty list.", "messages")
+        return render_chat([_message_text(m, i) for i, m in enumerate(messages)])
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        raise ApiError(400, "prompt must be a string.", "prompt")
+    return prompt
+
+
+def token_ids(body: Dict[str, Any], vocab_size: int) -> List[int]:
+    """/detokenize's `tokens`: ids inside the vocabulary."""
+    tokens = body.get("tokens")
+    if not isinstance(tokens, list) or not all(
+        isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab_size for t in tokens
+    ):
+        raise ApiError(
+            400, "tokens must be a list of token ids below {}.".format(vocab_size), "tokens"
+        )
+    return tokens
+
+
+def check_context(
+    prompt_tokens: int, max_tokens: int, max_model_len: int, *, from_text: bool = True
+) -> int:
+    """The max_tokens the request gets, as vLLM 0.32 decides: a prompt longer than the context
+    is refused (a text prompt is cut at max_model_len + 1 by the tokenizer, hence "at least"),
+    and max_tokens is clamped to what the context leaves."""
     if prompt_tokens == 0:
         raise ApiError(400, "The prompt is empty.", "prompt")
-    if prompt_tokens + max_tokens > max_model_len:
+    if prompt_tokens > max_model_len:
+        count = max_model_len + 1 if from_text else prompt_tokens
+        qualifier = "at least " if from_text else ""
         raise ApiError(
             400,
-            "This model's maximum context length is {} tokens. However, you requested {} tokens "
-            "({} in the messages, {} in the completion). Please reduce the length of the "
-            "messages or completion.".format(
-                max_model_len, prompt_tokens + max_tokens, prompt_tokens, max_tokens
-            ),
-            "max_tokens" if prompt_tokens < max_model_len else "prompt",
+            "This model's maximum context length is {} tokens. However, your prompt contains "
+            "{}{} input tokens, which exceeds this limit even without any output tokens. "
+            "Please reduce the length of the input prompt. (parameter=input_tokens, "
+            "value={})".format(max_model_len, qualifier, count, count),
+            "input_tokens",
         )
+    return min(max_tokens, max_model_len - prompt_tokens)
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> Dict[str, int]:

@@ -32,6 +32,8 @@ class LiveRequest:
         self.first_token: Optional[float] = None
         self.last_token: Optional[float] = None
         self.generated = 0
+        self.scheduled: Optional[float] = None  # wall time the engine first scheduled it
+        self.echo = ""  # the prompt text sent back before the output (completions `echo`)
 
     def take(self) -> List[str]:
         words, self.pending = self.pending, []

@@ -44,7 +44,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True
     )
     parser.add_argument("--kv-offloading-size", type=float, metavar="GIB")
-    parser.add_argument("--kv-offloading-backend", choices=["native"], default="native")
+    parser.add_argument("--kv-offloading-backend", choices=["native", "lmcache"], default="native")
     parser.add_argument("--num-gpu-blocks-override", type=int, metavar="N")
     parser.add_argument("--block-size", type=int, choices=[8, 16, 32, 64, 128])
     parser.add_argument("--max-model-len", type=int)
@@ -151,6 +151,7 @@ def engine_config(values: Mapping[str, Any], host: HostConfig) -> EngineConfig:
         enable_prefix_caching=bool(values.get("enable_prefix_caching")),
         kv_offloading_gib=size,
         offload_bytes_per_s=bandwidth,
+        kv_offloading_backend=values.get("kv_offloading_backend") or "native",
     )
     _check_engine(config)
     return config

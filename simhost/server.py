@@ -15,20 +15,28 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, List, Optional
+from typing import Awaitable, Callable, Dict, List, Optional
 
 from aiohttp import web
 
+from simhost.cacheconfig import cache_config_labels
 from simhost.engine import Engine, EngineConfig, EngineRequest
 from simhost.faults import CRASH_EXIT_STATUS, FaultConfig, FaultDice
 from simhost.hostconfig import HostConfig
 from simhost.kernelstamps import StampedConnection, listen
-from simhost.metrics import ServerMetrics, cache_config_labels
-from simhost.protocol import ApiError, check_context, parse_chat, parse_completion, parse_json_body
+from simhost.metrics import ServerMetrics
+from simhost.modelroutes import add_model_routes
+from simhost.protocol import (
+    ApiError,
+    check_context,
+    parse_chat,
+    parse_completion,
+    parse_json_body,
+)
 from simhost.runtime import EngineLoop, LiveRequest, StepObserver
 from simhost.statefile import ServerState, remove_state, write_state
 from simhost.streaming import respond_json, respond_stream
-from simhost.textgen import OutputText, block_hashes, prompt_seed, tokenize
+from simhost.textgen import OutputText, block_hashes, cached_tokenize, detokenize, prompt_seed
 
 STATE_INTERVAL_S = 0.5
 ARRIVAL_KEY = "simhost_arrival"
@@ -58,6 +66,7 @@ class _MetricsObserver(StepObserver):
     def first_token(self, live: LiveRequest, ttft: float, queue_time: float) -> None:
         self._metrics.ttft.observe(ttft)
         self._metrics.queue.observe(queue_time)
+        live.scheduled = live.arrival + queue_time
 
     def next_token(self, live: LiveRequest, gap: float) -> None:
         self._metrics.itl.observe(gap)
@@ -73,6 +82,15 @@ class _MetricsObserver(StepObserver):
         metrics.generation_tokens.observe(live.generated)
         computed = request.prompt_len - request.local_hit_tokens - request.external_hit_tokens
         metrics.computed_tokens.observe(computed)
+        if live.first_token is not None:
+            start = live.scheduled or live.arrival
+            metrics.prefill.observe(live.first_token - start)
+            metrics.decode.observe(end - live.first_token)
+            metrics.inference.observe(end - start)
+        metrics.max_generation.observe(live.max_tokens)
+        metrics.params_max_tokens.observe(live.max_tokens)
+        metrics.params_n.observe(1)  # simhost runs each of n choices as its own sequence
+        metrics.request_preemptions.observe(request.preemptions)
         metrics.count_finished(live.finish_reason or "length")
 
 
@@ -206,11 +224,16 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
     body = parse_json_body(await request.read())
     names = server.settings.served_model_names
     generation = parse_chat(body, names) if chat else parse_completion(body, names)
-    if generation.stream and len(generation.prompts) > 1:
-        raise ApiError(400, "simhost streams one prompt per request.", "prompt")
+    if generation.stream and len(generation.prompts) * generation.n > 1:
+        raise ApiError(400, "simhost streams one prompt per request, with n=1.", "prompt")
     server.received += 1  # the middleware already applied the faults due before this request
     arrival = request[ARRIVAL_KEY]
-    lives = [_start(server, prompt, generation, arrival) for prompt in generation.prompts]
+    token_lists = [await _token_ids(prompt) for prompt in generation.prompts]
+    lives = [
+        _start(server, prompt, ids, generation, arrival, choice)
+        for prompt, ids in zip(generation.prompts, token_lists)  # noqa: B905 (Python 3.9)
+        for choice in range(generation.n)
+    ]
     try:
         if generation.stream:
             received = request[RECEIVED_KEY]
@@ -227,21 +250,39 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
     return response
 
 
-def _start(server: SimServer, prompt: str, generation, arrival: float) -> LiveRequest:
-    words = tokenize(prompt)
-    check_context(len(words), generation.max_tokens, server.settings.engine.preset.max_model_len)
+async def _token_ids(prompt) -> List[int]:
+    """A text prompt's ids, off the event loop (the Rust tokenizer releases the GIL), so other
+    streams keep flowing while a long prompt is tokenized; token ids come as they are."""
+    if not isinstance(prompt, str):
+        return prompt
+    return await asyncio.get_running_loop().run_in_executor(None, cached_tokenize, prompt)
+
+
+def _start(
+    server: SimServer, prompt, ids: List[int], generation, arrival: float, choice: int
+) -> LiveRequest:
+    text = prompt if isinstance(prompt, str) else None
+    max_tokens = check_context(
+        len(ids),
+        generation.max_tokens,
+        server.settings.engine.preset.max_model_len,
+        from_text=text is not None,
+    )
     if server.dice.fail_this_request():
         server.metrics.count_finished("error")
         raise ApiError(500, "simhost injected fault: internal server error")
-    fingerprint = prompt_seed(prompt)
+    fingerprint = prompt_seed(text if text is not None else ",".join(map(str, ids)))
     wrong = server.engine.tier is not None and server.dice.corrupt_this_output(fingerprint)
-    output = OutputText(fingerprint, generation.temperature, generation.seed, wrong)
+    # n > 1 samples differ unless greedy (vLLM's seeds per choice do the same).
+    seed = None if generation.seed is None else generation.seed + choice
+    output = OutputText(fingerprint, generation.temperature, seed, wrong)
     live = LiveRequest(
-        server.engine_request(words, generation.max_tokens, output.salt),
+        server.engine_request(ids, max_tokens, output.salt),
         output,
         arrival,
-        generation.max_tokens,
+        max_tokens,
     )
+    live.echo = (text if text is not None else detokenize(ids)) if generation.echo else ""
     server.loop.submit(live)
     return live
 
@@ -257,11 +298,6 @@ def build_app(server: SimServer) -> web.Application:
     async def version(_: web.Request) -> web.Response:
         return web.json_response({"version": settings.host_config.vllm_version})
 
-    async def models(_: web.Request) -> web.Response:
-        created = int(server.metrics.created)
-        data = [_model_card(name, created, settings.engine.preset.max_model_len) for name in names]
-        return web.json_response({"object": "list", "data": data})
-
     async def metrics(_: web.Request) -> web.Response:
         body = server.metrics.exposition()
         return web.Response(body=body, content_type="text/plain", charset="utf-8")
@@ -274,23 +310,11 @@ def build_app(server: SimServer) -> web.Application:
 
     app.router.add_get("/health", health)
     app.router.add_get("/version", version)
-    app.router.add_get("/v1/models", models)
     app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat)
+    add_model_routes(app, server.metrics.created, names, settings.engine.preset.max_model_len)
     return app
-
-
-def _model_card(name: str, created: int, max_model_len: int) -> Dict[str, Any]:
-    return {
-        "id": name,
-        "object": "model",
-        "created": created,
-        "owned_by": "vllm",
-        "root": name,
-        "parent": None,
-        "max_model_len": max_model_len,
-    }
 
 
 async def _state_writer(server: SimServer) -> None:

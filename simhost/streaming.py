@@ -64,19 +64,41 @@ class _Stream:
         return completion_choice(0, text, finish)
 
     def words(self, words: List[str]) -> bytes:
-        parts = []
-        if self.generation.chat and not self.started:
-            parts.append(
-                self._event([chat_choice(0, {"role": "assistant", "content": ""}, None, True)])
-            )
-        self.started = True
+        """One chunk per token (each word is one token and carries its leading space)."""
+        if self.generation.continuous_usage:
+            return self._words_with_usage(words)
+        parts = self._opening()
         head, tail = self._head, self._tail
         last = len(words) - 1
         for index, word in enumerate(words):
             if self.live.done and index == last:
-                parts.append(self._template(" " + word, self.live.finish_reason))
+                parts.append(self._template(word, self.live.finish_reason))
             else:
-                parts.append(head + json.dumps(" " + word).encode() + tail)
+                parts.append(head + json.dumps(word).encode() + tail)
+        return b"".join(parts)
+
+    def _opening(self) -> List[bytes]:
+        parts = []
+        if not self.started:
+            if self.generation.chat:
+                delta = {"role": "assistant", "content": ""}
+                parts.append(self._event([chat_choice(0, delta, None, True)]))
+            elif self.live.echo:
+                parts.append(self._template(self.live.echo, None))
+        self.started = True
+        return parts
+
+    def _words_with_usage(self, words: List[str]) -> bytes:
+        """`stream_options.continuous_usage_stats`: usage so far in every chunk, as vLLM does
+        (GuideLLM asks for it); the slow path, one full encode per token."""
+        parts = self._opening()
+        prompt = self.live.engine_request.prompt_len
+        sent = self.live.generated - len(words)
+        last = len(words) - 1
+        for index, word in enumerate(words):
+            finish = self.live.finish_reason if self.live.done and index == last else None
+            counts = usage(prompt, sent + index + 1)
+            parts.append(self._event([self._choice(word, finish)], {"usage": counts}))
         return b"".join(parts)
 
     def closing(self, timing: Optional[Dict[str, float]]) -> bytes:
@@ -141,7 +163,7 @@ async def _collect(live: LiveRequest) -> str:
         live.event.clear()
         words.extend(live.take())
     words.extend(live.take())
-    return "".join(" " + word for word in words)
+    return live.echo + "".join(words)
 
 
 async def respond_json(generation: GenerationRequest, lives: List[LiveRequest]) -> web.Response:

@@ -1,23 +1,84 @@
-"""Emulated tokenizer and text generator: a token is a whitespace-separated word.
+"""Emulated tokenizer and text generator, with a real tokenizer.
 
-Greedy output is a pure function of the prompt, so two servers given the same prompt at
-temperature 0 answer the same text. Pure logic; imports only the standard library.
+Tokens are counted by a small byte-level BPE (`simhost/tokenizer.json`, trained offline on this
+project's docs with the `tokenizers` library; the tiny model of `make test-vllm` uses the same
+file), so a client counting with that tokenizer sees the lengths it sent. Generated text is
+drawn from the whole-word tokens of that vocabulary (each one token, a leading space and
+letters), so a prompt of N such words is exactly N tokens. Greedy output is a pure function of
+the prompt, so two servers given the same prompt at temperature 0 answer the same text.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import random
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ze", "po", "da", "fu", "gi", "he")
-VOCAB: List[str] = [a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES]
+TOKENIZER_FILE = Path(__file__).with_name("tokenizer.json")
+WORDS_FILE = Path(__file__).with_name("words.json")
 _WRONG_OUTPUT_SALT = 0x5EED
 
 
-def tokenize(text: str) -> List[str]:
-    return text.split()
+@functools.lru_cache(maxsize=1)
+def tokenizer():
+    # Imported here: the host probes (`simhost smi`, `tier`, `version`) run on a bare Python.
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(TOKENIZER_FILE))
+
+
+def tokenize(text: str) -> List[int]:
+    """Token ids as vLLM counts a prompt of this model (no special tokens added)."""
+    return tokenizer().encode(text, add_special_tokens=False).ids
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_ids(text: str) -> tuple:
+    return tuple(tokenize(text))
+
+
+def cached_tokenize(text: str) -> List[int]:
+    """tokenize, remembering the last 512 prompts: a resumed turn re-sends its seeded prompt,
+    and at a short --time-scale a 4k-token encode (about 6 ms here) would otherwise outweigh
+    the emulated GPU time it is meant to leave alone (docs/simhost.md, "Fidelity")."""
+    return list(_cached_ids(text))
+
+
+def detokenize(ids: Sequence[int]) -> str:
+    return tokenizer().decode(list(ids), skip_special_tokens=False)
+
+
+def vocab_size() -> int:
+    return tokenizer().get_vocab_size()
+
+
+@functools.lru_cache(maxsize=1)
+def vocab() -> List[str]:
+    """The whole-word tokens text is drawn from (simhost/words.json, so the bench needs no
+    tokenizer: a bare Python 3.9 host runs it)."""
+    with open(WORDS_FILE) as handle:
+        return json.load(handle)
+
+
+def word_tokens() -> List[str]:
+    """What words.json holds: the tokenizer's ' ' + ASCII letter tokens that are one token on
+    their own (tests/simhost/test_textgen.py checks the file against this)."""
+    found = []
+    for index in range(vocab_size()):
+        text = tokenizer().decode([index])
+        word = len(text) >= 3 and text[0] == " " and text[1:].isascii() and text[1:].isalpha()
+        if word and tokenize(text) == [index]:
+            found.append(text)
+    return found
+
+
+def join_words(words: Sequence[str]) -> str:
+    """Whole-word tokens as text: one token each (their leading space is the separator)."""
+    return "".join(words)
 
 
 def block_hashes(words: Sequence[str], block_size: int) -> List[int]:
@@ -69,8 +130,9 @@ class OutputText:
         self._count = 0
 
     def next_word(self) -> str:
-        index = self._rng.randrange(len(VOCAB))
+        words = vocab()
+        index = self._rng.randrange(len(words))
         if self._wrong_rng is not None and self._count > 0:
-            index = self._wrong_rng.randrange(len(VOCAB))
+            index = self._wrong_rng.randrange(len(words))
         self._count += 1
-        return VOCAB[index]
+        return words[index]

@@ -44,16 +44,23 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
     facts = parse_context(context)
     checks = check_validity(items, parsed, facts)
     keys = [(clause, tier) for clause in parsed.clauses for tier in clause.tiers]
+    unavailable = facts["unavailable_arms"]
+    # Cells on an arm this host cannot run are not judged, so they are not in the family the
+    # fail side is corrected over either.
+    judged = [(clause, tier) for clause, tier in keys if not _missing_role(clause, unavailable)]
     plan = SequentialPlan(
         parsed.min_repetitions,
         parsed.max_repetitions,
         parsed.confidence,
         attempts=parsed.statistics.attempts,
-        cells=len(keys),
+        cells=max(1, len(judged)),
     )
     aside = set_aside_disturbed(checks, parsed.statistics.max_reruns)
     kept = [item for item in items if item.repetition not in aside]
-    cells = _decide_cells(keys, kept, plan, _sd_floors(parsed, keys, facts))
+    decided = iter(
+        _decide_cells(judged, kept, plan, _sd_floors(parsed, judged, facts)) if judged else []
+    )
+    cells = [_not_evaluated(clause, tier, unavailable) or next(decided) for clause, tier in keys]
     for cell in cells:
         cell["dropped"] += [f"repetition {rep}: set aside and re-run (disturbed)" for rep in aside]
     broken = [
@@ -95,6 +102,43 @@ def _attempts_spent(parsed: G3Spec, facts: dict) -> str | None:
         f"attempt {facts['attempt']} of {allowed} allowed: the spec's error budget is spent "
         "on earlier attempts, so this one cannot decide"
     )
+
+
+def _missing_role(clause: Clause, unavailable: dict[str, str]) -> str | None:
+    return next((role for role in (clause.a, clause.b) if role in unavailable), None)
+
+
+def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> dict | None:
+    """A clause on an arm the host cannot run is not judged: never a pass, never a fail."""
+    role = _missing_role(clause, unavailable)
+    if role is None:
+        return None
+    cause = f"not evaluated: the {role} arm {unavailable[role]}"
+    return {
+        "clause": clause.index,
+        "metric": clause.metric,
+        "compare": clause.compare,
+        "change": clause.change,
+        "tier": tier,
+        "threshold": clause.threshold,
+        "better": clause.better,
+        "pairs": [],
+        "dropped": [],
+        "sd_floor": None,
+        "repetitions_shown": "",
+        "estimate": None,
+        "low": None,
+        "high": None,
+        "n": 0,
+        "look": None,
+        "confidence_at_look": None,
+        "shown": {"estimate": None, "interval": None, "look": cause},
+        "ratio": {"estimate": None, "low": None, "high": None, "bound": clause.bound_ratio},
+        "log_ratio": {"mean": None, "sd": None, "t_quantile": None},
+        "verdict": "inconclusive",
+        "not_evaluated": True,
+        "cause": cause,
+    }
 
 
 def _sd_floors(parsed: G3Spec, keys: list[tuple[Clause, int]], facts: dict) -> np.ndarray:
@@ -322,8 +366,12 @@ def _next_step(
         upcoming - len(cell["pairs"])
         for cell in cells
         if cell["verdict"] == "inconclusive"
+        and not cell.get("not_evaluated")
         and (upcoming := plan.next_look(len(cell["pairs"]))) is not None
     ]
+    if room > 0 and not needs:
+        why = "the undecided clause cells cannot be evaluated on this host; more runs cannot help"
+        return {"action": "decide", "more": 0, "reason": why}
     if room <= 0 or not needs:
         why = f"the budget of {plan.max_repetitions} repetitions is spent; the gate is inconclusive"
         return {"action": "decide", "more": 0, "reason": why}

@@ -71,7 +71,12 @@ def parse_context(raw: Any) -> dict:
     attempt = raw.get("attempt", 1)
     if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
         raise EvidenceError("context.attempt", "must be a positive integer")
-    return {"kv_exceeds_vram": flag, "attempt": attempt, "noise_floor": _noise(raw)}
+    return {
+        "kv_exceeds_vram": flag,
+        "attempt": attempt,
+        "noise_floor": _noise(raw),
+        "unavailable_arms": _unavailable_arms(raw),
+    }
 
 
 def _noise(raw: dict) -> dict | None:
@@ -84,6 +89,17 @@ def _noise(raw: dict) -> dict | None:
     if sd is None or sd < 0:
         raise EvidenceError("context.noise_floor.sd_log_ratio", "must be a non-negative number")
     return {"metric": noise["metric"], "sd_log_ratio": sd}
+
+
+def _unavailable_arms(raw: dict) -> dict[str, str]:
+    """Arm roles this host cannot run, with why (e.g. native offload on a CPU-only host): their
+    clauses are not evaluated, and say so."""
+    arms = raw.get("unavailable_arms") or {}
+    if not isinstance(arms, dict) or not all(
+        isinstance(role, str) and isinstance(why, str) and why for role, why in arms.items()
+    ):
+        raise EvidenceError("context.unavailable_arms", "must map arm roles to reasons")
+    return dict(arms)
 
 
 def read_number(container: dict, key: str, field: str) -> float | None:

@@ -13,6 +13,7 @@ from runners.commands import checked_values
 from runners.contract import inventory_of
 from runners.errors import SpecError
 from runners.execution import RunPlan, checked_retry_window
+from runners.workloads import spec_context_tokens
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
 DEFAULT_PYTHON = "/usr/bin/python3"
@@ -37,6 +38,7 @@ def run_execution(run: Run) -> RunPlan:
         probe_names=list(profile.commands.get("probes", {})),
         prompts=equivalence.get("prompts", []),
         max_tokens=equivalence.get("max_tokens", 64),
+        context_tokens=spec_context_tokens(spec),
         serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
         retry_window_s=_retry_window(host),
         keep_run_dir=host.parameters.get("keep_run_dir", False),

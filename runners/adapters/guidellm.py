@@ -39,6 +39,7 @@ RATES = {
     "total_token_throughput": "tokens_per_second",
 }
 RATE_STRATEGIES = ("constant", "poisson")
+GUIDELLM_WORKER_CAP = 10240  # settings.max_concurrency, "1Ki per worker"
 
 
 def parse_guidellm(text: str | bytes, *, source: str = "<input>") -> dict[str, Any]:
@@ -80,7 +81,7 @@ def _read_benchmark(benchmark: Record, report: Record) -> dict[str, Any]:
     values = {
         "label": _label(kind, strategy),
         "strategy": kind,
-        "max_concurrency": _concurrency(kind, strategy),
+        "max_concurrency": _concurrency(kind, strategy, benchmark),
         "request_rate": strategy.number("rate") if strategy and kind in RATE_STRATEGIES else None,
         "request_rate_unlimited": _unlimited(kind),
         "num_prompts": totals.count("total"),
@@ -114,16 +115,18 @@ def _label(kind: str | None, strategy: Record | None) -> str | None:
     """Strategy and its load level, e.g. `concurrent c=4`, `constant r=1.5`, `synchronous`."""
     if kind is None:
         return None
-    concurrency = _concurrency(kind, strategy)
+    concurrency = _concurrency(kind, strategy, None)
     if kind == "concurrent" and concurrency is not None:
         return f"{kind} c={concurrency}"
     rate = strategy.number("rate") if strategy and kind in RATE_STRATEGIES else None
     return f"{kind} r={rate:g}" if rate is not None else kind
 
 
-def _concurrency(kind: str | None, strategy: Record | None) -> int | None:
+def _concurrency(kind: str | None, strategy: Record | None, benchmark: Record | None) -> int | None:
     if strategy is None:
         return None
+    if kind in (*RATE_STRATEGIES, "throughput"):
+        return _asked_concurrency(strategy, benchmark)
     streams = strategy.count("streams")
     if streams is not None:
         return streams
@@ -131,6 +134,17 @@ def _concurrency(kind: str | None, strategy: Record | None) -> int | None:
     if limit is None and kind == "synchronous":
         return 1  # one request at a time by definition
     return limit
+
+
+def _asked_concurrency(strategy: Record, benchmark: Record | None) -> int | None:
+    """The limit asked for with --max-concurrency. GuideLLM writes its own worker cap (10240 in
+    0.8) into a rate or throughput strategy run without one: that is no concurrency limit."""
+    holder = benchmark.child("config") or benchmark.child("args") if benchmark else None
+    profile = holder.child("profile") if holder else None
+    if profile is not None and profile.has("max_concurrency"):
+        return profile.count("max_concurrency")
+    found = strategy.count("max_concurrency")
+    return None if found == GUIDELLM_WORKER_CAP else found
 
 
 def _unlimited(kind: str | None) -> bool | None:

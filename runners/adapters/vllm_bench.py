@@ -37,6 +37,12 @@ PER_REQUEST_SECONDS = {
 PER_REQUEST_COUNTS = {"input_lens": "input_tokens", "output_lens": "output_tokens"}
 # Arrays whose entries are meaningless for a failed request (reported as None there).
 FAILED_ENTRIES = ("ttft_ms", "e2el_ms", "itl_ms")
+# vLLM's own text-valued keys; any other top-level text came from `--metadata KEY=VALUE`
+# (written between `num_prompts` and `request_rate`, values always strings).
+TOOL_TEXT_KEYS = frozenset(
+    {"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id"}
+    | {"request_rate", "ramp_up_strategy"}
+)
 THROUGHPUTS = (
     "request_throughput",
     "request_goodput",
@@ -82,7 +88,19 @@ def read_run(record: Record) -> dict[str, Any]:
         "run_number": record.count("run_number"),
         "per_request": _per_request(record),
     }
+    metadata = _metadata(record)
+    if metadata:
+        values["metadata"] = metadata
     return build_run(values)
+
+
+def _metadata(record: Record) -> dict[str, str]:
+    """The `--metadata` keys (arm, tier, ...), as vLLM wrote them: text."""
+    return {
+        key: value
+        for key, value in record.data.items()
+        if isinstance(value, str) and key not in TOOL_TEXT_KEYS
+    }
 
 
 def _read_placed_run(place: str, data: Any) -> dict[str, Any]:

@@ -66,6 +66,8 @@ PROCESS_GAUGES = {
 BY_LABEL = {
     "request_success": ("vllm:request_success_total", "finished_reason"),
     "prompt_tokens_by_source": ("vllm:prompt_tokens_by_source_total", "source"),
+    # vLLM >= 0.32: cached prompt tokens by where they were found (device, host, p2p, disk).
+    "prompt_tokens_cached_by_source": ("vllm:prompt_tokens_cached_by_source_total", "source"),
     "requests_waiting_by_reason": ("vllm:num_requests_waiting_by_reason", "reason"),
 }
 

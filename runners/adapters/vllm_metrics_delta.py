@@ -36,6 +36,9 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
         "requests_finished": _sum(success.values()) if success is not None else None,
         "requests_failed": _failures(success),
         "prompt_tokens_by_source": _labelled_difference(before, after, "prompt_tokens_by_source"),
+        "prompt_tokens_cached_by_source": _labelled_difference(
+            before, after, "prompt_tokens_cached_by_source"
+        ),
         **_hit_rates(counters),
         "histograms": {
             name: _histogram_difference(name, before["histograms"].get(name), histogram)

@@ -3,7 +3,7 @@
 Standard library only (any Python 3.6+). Talks to the OpenAI-compatible server on the host so
 the orchestrator needs no curl there and never sends prompts through a shell:
 
-    python3 hostctl.py health URL            exit 0 when URL/health answers 200, else 1
+    python3 hostctl.py health URL [PATH]     exit 0 when URL/health (or URL+PATH) answers 200
     python3 hostctl.py metrics URL           print URL/metrics
     python3 hostctl.py complete URL MODEL MAX_TOKENS PROMPTS_JSON_FILE
                                              greedy completions, one JSON line per prompt
@@ -30,9 +30,12 @@ TIMEOUT_S = 10
 COMPLETION_TIMEOUT_S = 300
 
 
-def health(base_url):
+def health(base_url, path="/health"):
+    if not path.startswith("/"):
+        sys.stderr.write("PATH must start with /\n")
+        return 2
     try:
-        with urllib.request.urlopen(base_url + "/health", timeout=TIMEOUT_S) as response:
+        with urllib.request.urlopen(base_url + path, timeout=TIMEOUT_S) as response:
             return 0 if response.status == 200 else 1
     except (urllib.error.URLError, OSError):
         return 1
@@ -253,18 +256,18 @@ def _float(text):
 
 
 COMMANDS = {
-    "health": (health, 1),
-    "metrics": (metrics, 1),
-    "complete": (complete, 4),
-    "tier": (tier, 0),
-    "listener": (listener, 1),
-    "soak-read": (soak_read, 6),
+    "health": (health, (1, 2)),
+    "metrics": (metrics, (1,)),
+    "complete": (complete, (4,)),
+    "tier": (tier, (0,)),
+    "listener": (listener, (1,)),
+    "soak-read": (soak_read, (6,)),
 }
 URL_COMMANDS = ("health", "metrics", "complete")
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] not in COMMANDS or len(argv) - 2 != COMMANDS[argv[1]][1]:
+    if len(argv) < 2 or argv[1] not in COMMANDS or len(argv) - 2 not in COMMANDS[argv[1]][1]:
         sys.stderr.write(__doc__)
         return 2
     if argv[1] in URL_COMMANDS and not argv[2].startswith(("http://", "https://")):

@@ -36,6 +36,9 @@ VALUES = {
     "time_scale": 0.06,
     "sim_host_config": "/etc/sim/h.json",
     "sim_fault_file": "/etc/sim/f.json",
+    "lmcache_http_port": 8080,
+    "flush_prompts": 40,
+    "flush_seed": 99,
 }
 PROFILES = {document["name"]: document for document in builtin_profile_documents()}
 
@@ -48,6 +51,12 @@ def templates(document: dict):
         yield f"bench.{dataset}", template
     for probe, template in commands["probes"].items():
         yield f"probes.{probe}", template
+    for dataset, phases in commands.get("phases", {}).items():
+        for phase, template in phases.items():
+            yield f"phases.{dataset}.{phase}", template
+    for backend, server in commands.get("offload_servers", {}).items():
+        for part, template in server.items():
+            yield f"offload_servers.{backend}.{part}", template
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
@@ -93,3 +102,56 @@ def test_vllm_benches_save_a_result_file_greedily_with_the_agreed_percentiles():
         assert "--save-result" in argv and argv[argv.index("--temperature") + 1] == "0"
         assert argv[argv.index("--max-concurrency") + 1] == "16"
         assert argv[argv.index("--metric-percentiles") + 1] == "50,90,99"
+
+
+def test_vllm_benches_load_the_tokenizer_from_the_model_path_not_the_served_name():
+    # Without --tokenizer, vllm bench looks the served name up on the hub (and fails offline).
+    commands = PROFILES["vllm"]["commands"]
+    benches = [*commands["bench"].values(), *commands["phases"]["cold_recovery"].values()]
+    for template in benches:
+        argv = fill(template, VALUES)
+        assert argv[argv.index("--tokenizer") + 1] == VALUES["model_path"]
+        assert argv[argv.index("--served-model-name") + 1] == VALUES["model"]
+
+
+def test_vllm_derives_max_model_len_instead_of_a_fixed_default():
+    assert "max_model_len" not in PROFILES["vllm"]["parameters"]
+
+
+def test_cold_recovery_seeds_with_the_timed_prompts_and_flushes_with_unrelated_ones():
+    commands = PROFILES["vllm"]["commands"]
+    timed = fill(commands["bench"]["cold_recovery"], VALUES)
+    seed = fill(commands["phases"]["cold_recovery"]["seed"], VALUES)
+    flush = fill(commands["phases"]["cold_recovery"]["flush"], VALUES)
+
+    def value(argv, flag):
+        return argv[argv.index(flag) + 1]
+
+    # The seed run is the timed run with one output token: vllm bench draws each prefix after
+    # the previous prefix's suffixes, so only identical arguments give identical prompts.
+    for flag in (
+        "--prefix-repetition-prefix-len",
+        "--prefix-repetition-suffix-len",
+        "--prefix-repetition-num-prefixes",
+        "--num-prompts",
+        "--seed",
+    ):
+        assert value(seed, flag) == value(timed, flag), flag
+    assert value(seed, "--prefix-repetition-output-len") == "1"
+    assert value(flush, "--dataset-name") == "random"
+    assert value(flush, "--random-input-len") == str(VALUES["input_len"])
+    assert value(flush, "--num-prompts") == "40" and value(flush, "--seed") == "99"
+    results = {value(argv, "--result-filename") for argv in (timed, seed, flush)}
+    assert results == {"result.json", "seed.json", "flush.json"}
+
+
+def test_the_lmcache_server_is_sized_by_offload_gib_on_the_port_vllm_expects():
+    server = PROFILES["vllm"]["commands"]["offload_servers"]["lmcache"]
+    start = fill(server["start"], VALUES)
+    assert start[:2] == ["lmcache", "server"]
+    assert start[start.index("--l1-size-gb") + 1] == "256.0"
+    # vLLM >= 0.25's LMCacheMPConnector connects to tcp://localhost:5555 unless told otherwise.
+    assert start[start.index("--port") + 1] == "5555"
+    assert start[start.index("--eviction-policy") + 1] == "LRU"
+    health = fill(server["health"], VALUES)
+    assert health[-2:] == ["http://127.0.0.1:8080", "/healthcheck"]

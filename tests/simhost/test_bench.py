@@ -126,6 +126,34 @@ def test_detailed_results_carry_texts_that_repeat_under_greedy_decoding(serve, t
     assert len(first["server_ttfts"]) == 4 and first["errors"] == [""] * 4
 
 
+def test_the_served_name_is_asked_for_while_model_names_the_tokenizer_path(serve, tmp_path):
+    # The vllm profile passes --model NAME --tokenizer PATH --served-model-name NAME.
+    server = serve("--time-scale", "0.02")
+    flags = [
+        "--model",
+        "/models/weights",
+        "--served-model-name",
+        "sim-1b",
+        "--tokenizer",
+        "/models/weights",
+        "--num-prompts",
+        "3",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "2",
+        "--max-concurrency",
+        "1",
+        "--save-detailed",
+    ]
+    result = bench(server, tmp_path, *flags)
+    assert result["completed"] == 3 and result["tokenizer_id"] == "/models/weights"
+    assert len(result["latencies"]) == len(result["queue_times"]) == 3
+    assert all(
+        latency > ttft for latency, ttft in zip(result["latencies"], result["ttfts"], strict=True)
+    )
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="perf_counter is CLOCK_MONOTONIC on Linux")
 def test_each_request_keeps_its_stamps_in_order_on_both_hosts_clocks(serve):
     server = serve("--time-scale", "0.02")

@@ -83,6 +83,9 @@ def test_aggregates_are_in_milliseconds_and_arrays_in_seconds():
     assert result["median_tpot_ms"] == pytest.approx(150.0)  # (0.1, 0.2) s per token
     assert result["ttfts"] == [0.5, 0.3]
     assert result["itls"] == [[0.1, 0.1], [0.2]]
+    # vLLM 0.32 writes per-request latencies and client queue times too.
+    assert result["latencies"] == [o.latency for o in outcomes]
+    assert result["queue_times"] == [0.0, 0.0]
     assert result["output_lens"] == [3, 2]
     assert result["total_output_tokens"] == 5
     assert result["output_throughput"] == pytest.approx(2.5)

@@ -108,7 +108,6 @@ def test_the_package_compiles_under_python_3_9():
         ["tier", "--json"],
         ["smi", "--format", "nvidia-xml"],
         ["smi", "--host-preset", "mi300x8-rocm", "--format", "amd-smi-json"],
-        ["simulate", "--scenario", "offload-does-not-help"],
     ],
 )
 def test_the_probes_run_on_a_bare_python_3_9(args, tmp_path):
@@ -159,7 +158,7 @@ def test_serve_without_aiohttp_says_what_to_install(tmp_path):
     assert "pip install aiohttp prometheus_client" in done.stderr
 
 
-ALLOWED_THIRD_PARTY = {"aiohttp", "prometheus_client"}
+ALLOWED_THIRD_PARTY = {"aiohttp", "prometheus_client", "tokenizers"}
 
 
 def test_simhost_imports_nothing_from_the_rest_of_tollgate():

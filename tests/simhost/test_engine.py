@@ -11,7 +11,7 @@ from simhost.modelpresets import LARGE_480B_TP8, SMALL_1B
 from simhost.scenarios import SCENARIOS
 from simhost.simulate import run_phase, simulate
 from simhost.simulation_report import run_arm
-from simhost.textgen import VOCAB
+from simhost.textgen import join_words, vocab
 
 
 def config(**overrides) -> EngineConfig:
@@ -29,8 +29,9 @@ def config(**overrides) -> EngineConfig:
 
 
 def sample(length: int, output: int = 4, offset: int = 0) -> SampleRequest:
-    words = [VOCAB[(offset + i) % len(VOCAB)] for i in range(length)]
-    return SampleRequest(" ".join(words), length, output)
+    table = vocab()
+    words = [table[(offset + i) % len(table)] for i in range(length)]
+    return SampleRequest(join_words(words), length, output)
 
 
 def unique(length: int, seed: int, output: int = 4) -> SampleRequest:

@@ -43,7 +43,8 @@ def test_stream_options_ask_for_a_usage_chunk():
         ({"prompt": 12}, 400, "prompt"),
         ({"prompt": []}, 400, "prompt"),
         ({}, 400, "prompt"),
-        ({"prompt": "hi", "n": 2}, 400, "n"),
+        ({"prompt": "hi", "n": 0}, 400, "n"),
+        ({"prompt": "hi", "logprobs": 2}, 400, "logprobs"),
         ({"prompt": "hi", "stream": "yes"}, 400, "stream"),
         ({"prompt": "hi", "stream_options": {"include_usage": True}}, 400, "stream_options"),
     ],
@@ -69,9 +70,32 @@ def test_a_json_body_that_is_not_an_object_is_refused():
         parse_json_body(b"[1, 2]")
 
 
-def test_token_id_prompts_become_one_word_per_token():
+def test_token_id_prompts_are_kept_as_the_ids_sent():
     request = parse_completion({"prompt": [5, 6, 7]}, SERVED)
-    assert request.prompts == ["t5 t6 t7"]
+    assert request.prompts == [[5, 6, 7]]
+
+
+def test_tools_without_a_tool_parser_are_refused_as_vllm_does():
+    body = {
+        "messages": [{"role": "user", "content": "hi"}],
+        "tool_choice": "auto",
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+    }
+    with pytest.raises(ApiError) as caught:
+        parse_chat(body, SERVED)
+    assert caught.value.message == (
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    )
+
+
+def test_stream_options_ask_for_usage_in_every_chunk():
+    body = {
+        "prompt": "hi",
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    request = parse_completion(body, SERVED)
+    assert request.include_usage and request.continuous_usage
 
 
 def test_chat_messages_accept_text_parts_and_max_completion_tokens():
@@ -93,12 +117,20 @@ def test_bad_chat_messages_are_a_400(messages):
     assert caught.value.status == 400
 
 
-def test_a_prompt_over_the_context_limit_is_refused_like_vllm_does():
+def test_a_prompt_over_the_context_limit_is_refused_with_vllm_0_32s_words():
     with pytest.raises(ApiError) as caught:
-        check_context(prompt_tokens=4000, max_tokens=200, max_model_len=4096)
-    assert caught.value.status == 400
-    assert "maximum context length is 4096 tokens" in caught.value.message
-    assert "4200 tokens" in caught.value.message
+        check_context(prompt_tokens=1100, max_tokens=10, max_model_len=1024)
+    assert caught.value.status == 400 and caught.value.param == "input_tokens"
+    # The text a real vLLM 0.32 answered for a 1100-token text prompt at max_model_len 1024.
+    assert caught.value.message == (
+        "This model's maximum context length is 1024 tokens. However, your prompt contains at "
+        "least 1025 input tokens, which exceeds this limit even without any output tokens. "
+        "Please reduce the length of the input prompt. (parameter=input_tokens, value=1025)"
+    )
+
+
+def test_max_tokens_beyond_the_context_is_clamped_not_refused():
+    assert check_context(prompt_tokens=4000, max_tokens=200, max_model_len=4096) == 96
 
 
 json_values = st.recursive(

@@ -7,7 +7,17 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simhost.textgen import OutputText, block_hashes, prompt_seed, render_chat, tokenize
+from simhost.textgen import (
+    OutputText,
+    block_hashes,
+    detokenize,
+    join_words,
+    prompt_seed,
+    render_chat,
+    tokenize,
+    vocab,
+    word_tokens,
+)
 from tests.simhost.conftest import REPO
 
 words = st.lists(st.sampled_from(["a", "b", "c", "dd", "eee"]), min_size=0, max_size=80)
@@ -59,8 +69,21 @@ def test_a_change_in_one_token_changes_every_later_block_hash():
     assert all(a != b for a, b in zip(first[1:], second[1:], strict=True))
 
 
-def test_tokens_are_whitespace_separated_words():
-    assert tokenize("  one two\nthree\t") == ["one", "two", "three"]
+def test_tokens_are_counted_by_the_shipped_tokenizer_and_decode_back():
+    ids = tokenize("Tollgate runs the gates")
+    assert 1 < len(ids) < len("Tollgate runs the gates")
+    assert detokenize(ids) == "Tollgate runs the gates"
+
+
+def test_the_shipped_word_list_is_the_tokenizers_whole_word_tokens():
+    assert vocab() == word_tokens() and len(vocab()) > 500
+
+
+def test_a_prompt_of_n_words_is_exactly_n_tokens():
+    import random
+
+    words = random.Random(3).choices(vocab(), k=4000)
+    assert len(tokenize(join_words(words))) == 4000
 
 
 def test_the_chat_template_marks_roles_and_opens_the_assistant_turn():

@@ -398,3 +398,41 @@ def test_a_real_run_at_its_concurrency_passes_validity():
     result = decide_g3(g3_spec(tiers=[2]), rows, CONTEXT)
     assert not [check for check in result["validity"] if check["ok"] is False]
     assert result["verdict"] == "fail"  # identical arms: no reduction at all
+
+
+def test_clauses_on_an_arm_the_host_cannot_run_are_not_evaluated_and_never_pass():
+    clauses = [
+        {
+            "metric": "ttft_p50",
+            "compare": "offload/baseline",
+            "change": "reduction",
+            "at_least_pct": 25,
+            "tiers": "all",
+        },
+        {
+            "metric": "ttft_p50",
+            "compare": "recompute/baseline",
+            "change": "ratio",
+            "at_least": 1.5,
+            "tiers": "all",
+        },
+    ]
+    rows = [
+        row
+        for rep in (1, 2, 3)
+        for row in (measurement("baseline", rep, 100.0 + rep), measurement("recompute", rep, 400.0))
+    ]
+    context = {**CONTEXT, "unavailable_arms": {"offload": "needs a GPU"}}
+    result = decide_g3(g3_spec(clauses), rows, context)
+    offload, recompute = result["clauses"]
+    assert offload["verdict"] == "inconclusive" and offload["not_evaluated"] is True
+    assert offload["cause"] == "not evaluated: the offload arm needs a GPU"
+    assert recompute["verdict"] == "pass"
+    assert result["verdict"] == "inconclusive"
+    assert any("needs a GPU" in reason for reason in result["reasons"])
+    assert result["plan"]["action"] == "decide" and result["plan"]["more"] == 0
+
+
+def test_unavailable_arms_must_name_a_reason():
+    with pytest.raises(EvidenceError, match="unavailable_arms"):
+        decide_g3(g3_spec(), paired([0.6, 0.6, 0.6]), {"unavailable_arms": {"offload": ""}})

@@ -112,3 +112,25 @@ def test_broken_reports_are_refused_naming_the_place(change, message):
     change(report)
     with pytest.raises(AdapterError, match=message):
         parse_guidellm(json.dumps(report))
+
+
+@pytest.mark.parametrize("kind", ["constant", "poisson", "throughput"])
+def test_guidellms_worker_cap_on_a_rate_strategy_is_not_a_concurrency_limit(kind):
+    # GuideLLM 0.8 writes its worker cap (10240) into a strategy run without --max-concurrency.
+    report = copy.deepcopy(LEGACY)
+    report["benchmarks"][0]["args"]["strategy"] = {
+        "type_": kind,
+        "rate": 2.0,
+        "max_concurrency": 10240,
+    }
+    run = parse_guidellm(json.dumps(report))["runs"][0]
+    assert run["max_concurrency"] is None
+
+
+def test_a_rate_strategy_reports_the_profiles_asked_for_concurrency():
+    report = copy.deepcopy(LEGACY)
+    benchmark = report["benchmarks"][0]["args"]
+    benchmark["strategy"] = {"type_": "constant", "rate": 2.0, "max_concurrency": 10240}
+    benchmark["profile"]["max_concurrency"] = 32
+    run = parse_guidellm(json.dumps(report))["runs"][0]
+    assert run["max_concurrency"] == 32

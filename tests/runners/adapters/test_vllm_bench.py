@@ -156,3 +156,15 @@ def test_per_request_arrays_of_different_lengths_are_refused():
 def test_a_per_request_entry_that_is_not_a_number_is_refused_naming_it():
     with pytest.raises(AdapterError, match=r"ttfts\[1\] is the string 'x'"):
         parse_vllm_bench(_line(_run(ttfts=[0.1, "x"])))
+
+
+def test_metadata_keys_are_kept_as_text_and_the_tools_own_text_keys_are_not():
+    # vLLM writes `--metadata arm=resident tier=8` as top-level strings after num_prompts.
+    payload = {**NORMAL, "arm": "resident", "tier": "8", "tokenizer_id": "/models/x"}
+    (run,) = parse_vllm_bench(json.dumps(payload))["runs"]
+    assert run["metadata"] == {"arm": "resident", "tier": "8"}
+
+
+def test_a_run_without_metadata_has_no_metadata_key():
+    (run,) = parse_vllm_bench(json.dumps(NORMAL))["runs"]
+    assert "metadata" not in run

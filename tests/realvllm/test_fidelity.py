@@ -1,0 +1,253 @@
+"""simhost against a real vLLM, as the same real clients see them (`make test-vllm`).
+
+One real vLLM 0.32 (CPU, the tiny model) and one simhost, both with max_model_len 1024 and the
+same tokenizer file; the real `vllm bench serve` and plain HTTP clients ask both the same
+things. Tolerances: token counts exact (same tokenizer), result files the same keys, usage in
+every stream chunk when asked, error text for an over-long prompt identical.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from simhost.textgen import join_words, vocab
+from tests.simhost.conftest import REPO, simhost_env
+from tests.simhosts import free_port
+from tests.sshd import wait_for
+
+pytestmark = pytest.mark.slow
+NAME = "tiny-llama"
+MAX_MODEL_LEN = 1024
+
+
+def post(url: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def stream(url: str, body: dict) -> list[dict]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        lines = response.read().decode().splitlines()
+    return [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def servers(venv, tiny_model, tmp_path_factory):
+    """{"vllm": url, "simhost": url}, both healthy; stopped at the end."""
+    logs = tmp_path_factory.mktemp("servers")
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
+    ports = {"vllm": free_port(), "simhost": free_port()}
+    commands = {
+        "vllm": [
+            str(venv / "bin" / "vllm"),
+            "serve",
+            str(tiny_model),
+            "--served-model-name",
+            NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(ports["vllm"]),
+            "--max-model-len",
+            str(MAX_MODEL_LEN),
+            "--enable-prefix-caching",
+        ],
+        "simhost": [
+            sys.executable,
+            "-m",
+            "simhost",
+            "serve",
+            "--model-preset",
+            "sim-1b",
+            "--served-model-name",
+            NAME,
+            "--port",
+            str(ports["simhost"]),
+            "--max-model-len",
+            str(MAX_MODEL_LEN),
+            "--enable-prefix-caching",
+            "--time-scale",
+            "0.2",
+        ],
+    }
+    environments = {"vllm": env, "simhost": simhost_env(logs)}
+    processes = {}
+    try:
+        for name, command in commands.items():
+            with open(logs / f"{name}.log", "wb") as log:
+                processes[name] = subprocess.Popen(
+                    command,
+                    env=environments[name],
+                    cwd=REPO,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                )
+        urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
+        wait_for(lambda: all(healthy(url) for url in urls.values()), timeout=600, interval=1)
+        yield urls
+    finally:
+        for process in processes.values():
+            process.terminate()
+        for process in processes.values():
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def prompts(count: int, length: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    text = "Tollgate decides each gate from what the tools measured, not what anyone says. "
+    return [
+        text[: rng.randint(20, len(text))] + join_words(rng.choices(vocab(), k=length))
+        for _ in range(count)
+    ]
+
+
+def test_both_count_the_same_prompt_tokens_in_tokenize_and_usage(servers):
+    for prompt in prompts(16, 64, seed=1):
+        counted = {}
+        for name, url in servers.items():
+            status, tokens = post(url + "/tokenize", {"model": NAME, "prompt": prompt})
+            assert status == 200, tokens
+            status, answer = post(
+                url + "/v1/completions", {"model": NAME, "prompt": prompt, "max_tokens": 2}
+            )
+            assert status == 200, answer
+            assert answer["usage"]["prompt_tokens"] == tokens["count"]
+            counted[name] = (tokens["tokens"], set(tokens), answer["usage"]["completion_tokens"])
+        assert counted["vllm"] == counted["simhost"], prompt
+
+
+def test_both_send_usage_in_every_chunk_when_asked(servers):
+    body = {
+        "model": NAME,
+        "prompt": prompts(1, 32, seed=2)[0],
+        "max_tokens": 5,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    seen = {}
+    for name, url in servers.items():
+        chunks = stream(url + "/v1/completions", body)
+        with_text = [c for c in chunks if c["choices"]]
+        seen[name] = [c["usage"]["completion_tokens"] for c in with_text]
+        assert chunks[-1]["usage"]["completion_tokens"] == 5
+    assert seen["vllm"] == seen["simhost"] == [1, 2, 3, 4, 5]
+
+
+def test_both_refuse_an_over_long_prompt_with_the_same_words(servers):
+    prompt = join_words(random.Random(3).choices(vocab(), k=MAX_MODEL_LEN + 50))
+    answers = {
+        name: post(url + "/v1/completions", {"model": NAME, "prompt": prompt, "max_tokens": 4})
+        for name, url in servers.items()
+    }
+    (status, real), (sim_status, sim) = answers["vllm"], answers["simhost"]
+    assert status == sim_status == 400
+    assert sim["error"]["message"] == real["error"]["message"]
+    assert sim["error"]["param"] == real["error"]["param"]
+
+
+def test_models_and_tokenize_answer_the_same_fields(servers):
+    cards = {}
+    for name, url in servers.items():
+        with urllib.request.urlopen(url + "/v1/models", timeout=10) as response:
+            cards[name] = json.loads(response.read())["data"][0]
+    assert set(cards["vllm"]) == set(cards["simhost"])
+    assert set(cards["vllm"]["permission"][0]) == set(cards["simhost"]["permission"][0])
+    assert cards["vllm"]["max_model_len"] == cards["simhost"]["max_model_len"] == MAX_MODEL_LEN
+
+
+def test_the_real_vllm_bench_reads_both_alike(servers, venv, tiny_model, tmp_path):
+    results = {}
+    for name, url in servers.items():
+        command = [
+            str(venv / "bin" / "vllm"),
+            "bench",
+            "serve",
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--model",
+            NAME,
+            "--tokenizer",
+            str(tiny_model),
+            "--served-model-name",
+            NAME,
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "64",
+            "--random-output-len",
+            "16",
+            "--ignore-eos",
+            "--num-prompts",
+            "16",
+            "--max-concurrency",
+            "4",
+            "--seed",
+            "5",
+            "--temperature",
+            "0",
+            "--percentile-metrics",
+            "ttft,tpot,itl,e2el",
+            "--metric-percentiles",
+            "50,90,99",
+            "--save-result",
+            "--save-detailed",
+            "--result-dir",
+            str(tmp_path),
+            "--result-filename",
+            f"{name}.json",
+        ]
+        started = time.monotonic()
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        results[name] = json.loads((tmp_path / f"{name}.json").read_text())
+        results[name]["wall_s"] = time.monotonic() - started
+    real, sim = results["vllm"], results["simhost"]
+    assert set(real) == set(sim)
+    for result in (real, sim):
+        assert (result["completed"], result["failed"]) == (16, 0)
+        assert result["total_output_tokens"] == 16 * 16
+        for metric in ("ttft", "tpot", "itl", "e2el"):
+            p50, p90, p99 = (result[f"p{p}_{metric}_ms"] for p in (50, 90, 99))
+            assert 0 < p50 <= p90 <= p99, (metric, p50, p90, p99)
+    # The client counts prompts with the tokenizer both servers share: the same totals.
+    assert real["total_input_tokens"] == sim["total_input_tokens"]
+    assert real["input_lens"] == sim["input_lens"] and real["output_lens"] == sim["output_lens"]
