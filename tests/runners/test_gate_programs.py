@@ -194,9 +194,13 @@ def test_wrong_output_with_offload_fails_g2(
     assert equivalence["verdict"] == "fail"
 
 
-def test_sshd_stopped_mid_run_is_an_infra_error_and_frees_the_host(
+def test_sshd_stopped_mid_run_without_a_retry_window_is_an_infra_error_at_once(
     actor, vendor_viewer, engagement, sim_host, own_sshd
 ):
+    """A window of 0 gives up at the first failure (test_outages.py rides one out): the lease
+    is released, and the leftovers are a pending cleanup that keeps the host from new runs."""
+    sim_host.parameters = {**sim_host.parameters, "transport_retry_window_s": 0}
+    sim_host.save(update_fields=["parameters"])
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
     run = start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec())
@@ -209,6 +213,7 @@ def test_sshd_stopped_mid_run_is_an_infra_error_and_frees_the_host(
         kill_leftovers(run)
     assert (run.state, run.outcome) == (Run.State.FINISHED, Run.Outcome.INFRA_ERROR)
     assert Host.objects.get(pk=sim_host.pk).lease_run is None
+    assert services.host_cleanup_pending(sim_host.pk).run_id == run.pk
     gate = run.gate
     gate.refresh_from_db()
     assert gate.verdict == "pending" and not gate.decisions.exists()
