@@ -23,6 +23,7 @@ PURE = (
     "gates/planner",
     "gates/charts",
     "gates/specs.py",
+    "gates/spec_schema.py",
     "gates/spec_statistics.py",
     "gates/specdiff.py",
     "gates/sshsig.py",

@@ -419,7 +419,7 @@ def test_clauses_on_an_arm_the_host_cannot_run_are_not_evaluated_and_never_pass(
     ]
     rows = [
         row
-        for rep in (1, 2, 3)
+        for rep in (1, 2, 3, 4)  # the first look is at 4 repetitions
         for row in (measurement("baseline", rep, 100.0 + rep), measurement("recompute", rep, 400.0))
     ]
     context = {**CONTEXT, "unavailable_arms": {"offload": "needs a GPU"}}
