@@ -69,9 +69,16 @@ def _drive(session: services.RunSession, plan: RunPlan) -> bool:
             budget_s=settings.TOLLGATE_TASK_BUDGET_S,
             probe_names=plan.probe_names,
         )
-        if not more:  # ended here: nothing of the run stays on the host
+        if not more and _ended(session):  # nothing of an ended run stays on the host
             _clean_up_after(session, plan, transport)
         return more
+
+
+def _ended(session: services.RunSession) -> bool:
+    """Whether the run ended here; a G4 handed to its collector did not: its agent and its run
+    directory stay on the host until the soak ends."""
+    session.run.refresh_from_db(fields=["state"])
+    return session.run.is_ended
 
 
 def _retry_or_fail(session: services.RunSession, plan: RunPlan | None, error: RunnerError) -> None:

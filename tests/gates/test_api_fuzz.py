@@ -31,8 +31,12 @@ NETWORK_OPERATIONS = {"POST /api/v1/hosts/scan/", "POST /api/v1/hosts/{id}/check
 # - a host: credentials and transport fields depend on each other (an SSH host needs a parsable
 #   pinned key, and one of a key or a key file);
 # - the planner: an architecture must be a known preset or a complete set of fields;
-# - a results upload: which form fields it needs depends on its kind.
+# - a results upload: which form fields it needs depends on its kind;
+# - a signing key: an OpenSSH Ed25519 public key line, parsed; a reset: a reason in words for
+#   a gate that has counted failures to reset.
 SEMANTIC_OPERATIONS = {
+    "POST /api/v1/keys/signing/",
+    "POST /api/v1/gates/{id}/spec/reset/",
     "POST /api/v1/runs/{id}/results/",
     "PUT /api/v1/gates/{id}/spec/",
     "POST /api/v1/gates/{id}/spec/sign/",

@@ -14,6 +14,7 @@ from gates.services.attempts import (
     gate_attempts_spent,
     gate_check_attempts_left,
 )
+from tests.contract import sign_as_both
 
 pytestmark = pytest.mark.django_db
 
@@ -30,6 +31,7 @@ def test_verdict_bearing_attempts_count_and_tell_the_engine_which_attempt_is_nex
 ):
     gate = engagement.gates.get(kind="G3")
     Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
     assert g3_decision_context(gate) == {"attempt": 1, "noise_floor": None}
     decided_attempt(actor, vendor_viewer, gate, "invalid")  # tested nothing: spends nothing
     assert gate_attempts_spent(gate) == 0
@@ -42,6 +44,7 @@ def test_spending_the_last_attempt_without_a_pass_opens_review_and_refuses_anoth
 ):
     gate = engagement.gates.get(kind="G3")
     Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
     assert gate.current_spec.document["statistics"]["attempts"] == 2
     decided_attempt(actor, vendor_viewer, gate, "inconclusive")
     gate.refresh_from_db()
@@ -57,6 +60,16 @@ def test_spending_the_last_attempt_without_a_pass_opens_review_and_refuses_anoth
             actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
         )
     assert gate.runs.count() == 2
+
+
+def test_a_rehearsal_spends_no_attempt(actor, vendor_viewer, engagement):
+    """A run on a version not signed by both counts for nothing, so it spends nothing."""
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    assert gate.runs.get().rehearsal
+    assert gate_attempts_spent(gate) == 0
+    assert g3_decision_context(gate)["attempt"] == 1
 
 
 def test_a_spec_that_requires_power_it_cannot_reach_refuses_the_run_and_writes_nothing(

@@ -94,6 +94,8 @@ RULES: dict[str, Rule] = {
     "api:run-samples": api("run", GET="read"),
     "api:run-results": api("run", POST="run", creates=True, body=UPLOAD),
     "api:run-decide": api("run", POST="run", creates=True),
+    "api:soak-stop": api("run", POST="run", body={"reason": "enough"}),
+    "api:soak-extend": api("run", POST="run", body={"hours": 1}),
     "api:host-list": api(
         GET="run", POST="run", vendor_only=True, creates=True, lists="host", body={"name": "x"}
     ),
@@ -114,6 +116,7 @@ RULES: dict[str, Rule] = {
     "gates:gate-reset": page("gate", "POST", body={"reason": "the bar was wrong"}),
     "gates:run-detail": page("run", "GET"),
     "gates:run-cancel": page("run", "POST"),
+    "gates:soak-control": page("run", "POST", body={"action": "extend", "hours": "1"}),
     "gates:planner": page(None, "GET", "POST"),
     "gates:planner-save": page("engagement", "POST"),
     "gates:alert-ack-here": page("alert", "POST"),

@@ -95,7 +95,7 @@ def test_g3_rides_out_an_sshd_outage_and_resumes_where_it_was(
     host = sim_host(customer_org, own_sshd, tmp_path, transport_retry_window_s=60)
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
-    run = start(actor, vendor_viewer, engagement, "G3", host, g3_spec(repetitions=(2, 2)))
+    run = start(actor, vendor_viewer, engagement, "G3", host, g3_spec(repetitions=(4, 4)))
     drive(run, until=lambda r: Measurement.objects.filter(run=r).exists() and bench_running(r))
     done_before = dict(run.steps.filter(state="done").values_list("name", "finished_at"))
 
@@ -121,7 +121,7 @@ def test_g3_rides_out_an_sshd_outage_and_resumes_where_it_was(
     benches = [s.detail["step"] for s in run.steps.all() if s.detail["step"]["kind"] == "bench"]
     planned = sorted((s["arm"], s["tier"], s["repetition"]) for s in benches)
     measured = sorted(Measurement.objects.filter(run=run).values_list("arm", "tier", "repetition"))
-    assert measured == planned and len(planned) == 6  # one measurement per cell, none lost
+    assert measured == planned and len(planned) == 12  # one measurement per cell, none lost
     # Steps done before the outage were not done again: each kept its first finish.
     assert dict(run.steps.filter(name__in=done_before).values_list("name", "finished_at")) == (
         done_before
