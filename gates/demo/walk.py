@@ -43,7 +43,7 @@ def check_alerts(engagements: list[Engagement], password: str) -> list[DemoStep]
     """The failing engagement's alerts: delivered by the worker (to the console backend on the
     embedded defaults) and listed on its engagement page."""
     client = Client(HTTP_HOST="127.0.0.1")
-    client.login(username="vendor", password=password)
+    client.login(request=HttpRequest(), username="vendor", password=password)
     steps = []
     for engagement in engagements:
         alerts = Alert.objects.filter(engagement=engagement, parent__isnull=True)
