@@ -5,10 +5,10 @@ Reads models only; writes nothing (writers are in gates.services).
 from __future__ import annotations
 
 from django.core.cache import cache
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from gates.decisions.operating import operating_characteristic
-from gates.models import Decision, Engagement, Gate, GateSpec, Run, Verdict
+from gates.models import Decision, Engagement, Gate, GateSpec, Run, SpecSignature, Verdict
 from gates.specdiff import FieldChange, spec_changes
 
 # Simulated gates per operating characteristic shown: Monte Carlo sd of an 80 % power 0.9 %.
@@ -37,9 +37,31 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
     decisions = Decision.objects.filter(gate=OuterRef("pk"), kind=Decision.Kind.ENGINE).order_by(
         *Decision._meta.ordering
     )
+    in_force = specs.filter(_signed_by("vendor"), _signed_by("customer"))
+    latest = {field: Subquery(decisions.values(field)[:1]) for field in LATEST_DECISION_FIELDS}
     return queryset.annotate(
         latest_spec_version=Subquery(specs.values("version")[:1]),
         latest_engine_clauses=Subquery(decisions.values("clauses")[:1]),
+        in_force_version=Subquery(in_force.values("version")[:1]),
+        **{f"latest_decision_{field.replace('__', '_')}": query for field, query in latest.items()},
+    )
+
+
+# What a gate read says of its latest engine decision (which version, whether it counted).
+LATEST_DECISION_FIELDS = (
+    "pk",
+    "verdict",
+    "rehearsal",
+    "spec__version",
+    "spec__digest",
+    "created_at",
+)
+
+
+def _signed_by(party: str) -> Exists:
+    """The outer spec version carries `party`'s signature over its own digest."""
+    return Exists(
+        SpecSignature.objects.filter(spec=OuterRef("pk"), party=party, digest=OuterRef("digest"))
     )
 
 

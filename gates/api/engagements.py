@@ -11,7 +11,7 @@ from gates import services
 from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError
 from gates.models import Engagement, Gate, Organization
-from gates.selectors import clause_rows, gate_latest_decision, gate_spec_in_force, gates_with_latest
+from gates.selectors import clause_rows, gates_with_latest
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
@@ -118,22 +118,21 @@ class GateDetailApi(APIView):
         gates = gates_with_latest(Gate.objects.all())
         gate = get_visible_or_404(gates, viewer_for_request(request), pk=pk)
         gate.spec_version = gate.latest_spec_version
-        in_force = gate_spec_in_force(gate)
-        gate.in_force_version = in_force.version if in_force else None
-        gate.latest_decision = _decision_brief(gate_latest_decision(gate))
+        gate.latest_decision = _decision_brief(gate)
         gate.clauses = clause_rows(gate.latest_engine_clauses or [])
         return Response(self.OutputSerializer(gate).data)
 
 
-def _decision_brief(decision) -> dict | None:
-    """Which version a decision used, and whether it counted (signed by both at its start)."""
-    if decision is None:
+def _decision_brief(gate: Gate) -> dict | None:
+    """Which version the latest decision used, and whether it counted (signed by both at its
+    start), from the gate's annotations (gates_with_latest)."""
+    if gate.latest_decision_pk is None:
         return None
     return {
-        "id": decision.pk,
-        "verdict": decision.verdict,
-        "rehearsal": decision.rehearsal,
-        "spec_version": decision.spec.version,
-        "spec_digest": decision.spec.digest,
-        "created_at": decision.created_at.isoformat(),
+        "id": gate.latest_decision_pk,
+        "verdict": gate.latest_decision_verdict,
+        "rehearsal": gate.latest_decision_rehearsal,
+        "spec_version": gate.latest_decision_spec_version,
+        "spec_digest": gate.latest_decision_spec_digest,
+        "created_at": gate.latest_decision_created_at.isoformat(),
     }

@@ -12,10 +12,9 @@ from tests.gates.test_tenancy import token_client
 pytestmark = pytest.mark.django_db
 
 # The token; the creator's memberships with their organizations; the gate with its current
-# spec version and latest engine decision as subqueries; the contract: the spec versions with
-# their signatures (the version in force) and the latest decision with its spec. last_used_at
+# spec version, the version in force and the latest engine decision as subqueries. last_used_at
 # is written at most once a minute, not per request.
-GATE_DETAIL_QUERIES = 7
+GATE_DETAIL_QUERIES = 3
 
 
 def decide(actor, viewer, gate, host, cells: int) -> None:
