@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from gates.errors import ServiceError
 from gates.models import Decision, Engagement, Host, Run, Verdict
 from gates.selectors import gate_counted_decisions
-from gates.services.hosts import host_target
-from runners.commands import checked_values
+from gates.services.evaluation import run_g1_facts
+from gates.services.hosts import host_retry_window, host_target, run_values
 from runners.contract import inventory_of
-from runners.errors import SpecError
-from runners.execution import RunPlan, checked_retry_window
+from runners.execution import RunPlan
 from runners.workloads import spec_context_tokens
 
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
-DEFAULT_PYTHON = "/usr/bin/python3"
 
 
 def run_execution(run: Run) -> RunPlan:
@@ -40,7 +37,7 @@ def run_execution(run: Run) -> RunPlan:
         max_tokens=equivalence.get("max_tokens", 64),
         context_tokens=spec_context_tokens(spec),
         serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
-        retry_window_s=_retry_window(host),
+        retry_window_s=host_retry_window(host),
         keep_run_dir=host.parameters.get("keep_run_dir", False),
         accepted_inventory=None
         if run.gate.kind == "G1"
@@ -51,9 +48,6 @@ def run_execution(run: Run) -> RunPlan:
 def accepted_inventory(engagement: Engagement) -> dict | None:
     """The inventory of the host G1's counted pass was measured on; None when G1 was waived,
     rehearsed only, or passed without probes (nothing accepted, nothing to compare)."""
-    # Imported here: evaluation imports runs, which imports this module for its value checks.
-    from gates.services.evaluation import run_g1_facts
-
     g1 = engagement.gates.get(kind="G1")
     passed: Decision | None = gate_counted_decisions(g1).filter(verdict=Verdict.PASS).first()
     run = passed.runs.first() if passed else None
@@ -61,32 +55,3 @@ def accepted_inventory(engagement: Engagement) -> dict | None:
         return None
     inventory = inventory_of(run_g1_facts(run))
     return inventory if any(value is not None for value in inventory.values()) else None
-
-
-def run_values(host: Host, spec: dict, *, model_name: str) -> dict:
-    """The values a run's templates are filled with: defaults, then the profile's, the spec's
-    server section and the host's parameters, each overriding the one before."""
-    return {
-        "python": DEFAULT_PYTHON,
-        "model": model_name,
-        **host.profile.parameters,
-        **spec.get("server", {}),
-        **host.parameters,
-    }
-
-
-def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:
-    """Refuse to start a run whose values a template could not take (a run_root with '..', a
-    path with shell metacharacters), with the field named, before anything is written."""
-    try:
-        checked_values(run_values(host, spec, model_name=model_name))
-        checked_retry_window(_retry_window(host))
-        if not isinstance(host.parameters.get("keep_run_dir", False), bool):
-            raise SpecError("must be true or false", field="keep_run_dir")
-    except SpecError as problem:
-        raise ServiceError(problem.reason, field=f"parameters.{problem.field}") from None
-
-
-def _retry_window(host: Host) -> object:
-    default = settings.TOLLGATE_TRANSPORT_RETRY_WINDOW_S
-    return host.parameters.get("transport_retry_window_s", default)

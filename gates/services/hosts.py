@@ -15,6 +15,9 @@ from gates.errors import DuplicateError, NotAllowedError, ServiceError
 from gates.models import Host, Organization, Profile
 from gates.services.audit import Actor, audit_record
 from gates.tenancy import Viewer
+from runners.commands import checked_values
+from runners.errors import SpecError
+from runners.execution import checked_retry_window
 from runners.transport import SshTarget
 
 HOST_KEY_TYPES = {
@@ -34,6 +37,8 @@ PRIVATE_KEY_MARKERS = (
     "-----BEGIN EC PRIVATE KEY-----",
     "-----BEGIN PRIVATE KEY-----",
 )
+
+DEFAULT_PYTHON = "/usr/bin/python3"  # the host's interpreter for hostctl.py, unless set
 
 
 def host_key_fingerprint(key_line: str) -> str:
@@ -190,3 +195,32 @@ def host_target(host: Host, **timeouts: float) -> SshTarget:
         key_path=None if private_key else host.key_file_path or None,
         **timeouts,
     )
+
+
+def run_values(host: Host, spec: dict, *, model_name: str) -> dict:
+    """The values a run's templates are filled with: defaults, then the profile's, the spec's
+    server section and the host's parameters, each overriding the one before."""
+    return {
+        "python": DEFAULT_PYTHON,
+        "model": model_name,
+        **host.profile.parameters,
+        **spec.get("server", {}),
+        **host.parameters,
+    }
+
+
+def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:
+    """Refuse to start a run whose values a template could not take (a run_root with '..', a
+    path with shell metacharacters), with the field named, before anything is written."""
+    try:
+        checked_values(run_values(host, spec, model_name=model_name))
+        checked_retry_window(host_retry_window(host))
+        if not isinstance(host.parameters.get("keep_run_dir", False), bool):
+            raise SpecError("must be true or false", field="keep_run_dir")
+    except SpecError as problem:
+        raise ServiceError(problem.reason, field=f"parameters.{problem.field}") from None
+
+
+def host_retry_window(host: Host) -> object:
+    default = settings.TOLLGATE_TRANSPORT_RETRY_WINDOW_S
+    return host.parameters.get("transport_retry_window_s", default)

@@ -35,7 +35,7 @@ from gates.services.attempts import (
 from gates.services.audit import Actor, audit_record
 from gates.services.cleanup import host_require_clean
 from gates.services.engagements import gate_move, gate_open_next
-from gates.services.execution import run_values_check
+from gates.services.hosts import run_values_check
 from gates.tenancy import Viewer
 from runners.plans import has_program
 
