@@ -138,7 +138,10 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
     assert added == len(first_read)  # both reads carried these windows; each stored once
     samples = SoakSample.objects.filter(run=run)
     assert all(s.metrics["completed"] == 8 and s.metrics["failed"] == 0 for s in samples)
-    assert all(s.metrics["external_hit_rate"] > 0.2 for s in samples)
+    # The first window fills the empty offload tier (its first prompt per prefix is computed,
+    # about a quarter of its tokens hit); from then on nearly every token is loaded from it.
+    first, *later = [sample.metrics["external_hit_rate"] for sample in samples.order_by("seq")]
+    assert first > 0 and all(rate > 0.9 for rate in later), (first, later)
     assert checks_of(decision)["offload_hits"]["verdict"] == "pass"
     assert Artifact.objects.filter(run=run, name__startswith="soak/w000000/").count() >= 3
     checks = {row["check"]: row for row in decision.clauses}
