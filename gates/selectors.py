@@ -31,8 +31,8 @@ def gate_clauses(gate: Gate) -> list[dict]:
 
 
 def gates_with_latest(queryset: QuerySet) -> QuerySet:
-    """Gates annotated with `latest_spec_version` and `latest_engine_clauses`, in one query: a
-    CI client polls a gate for hours (bench/api_speed.py; tests/gates/test_api_queries.py)."""
+    """Gates annotated with their latest spec version, the version in force and their latest
+    engine decision, in one query (gate_readout builds the stored read from it)."""
     specs = GateSpec.objects.filter(gate=OuterRef("pk")).order_by("-version")
     decisions = Decision.objects.filter(gate=OuterRef("pk"), kind=Decision.Kind.ENGINE).order_by(
         *Decision._meta.ordering
@@ -45,6 +45,47 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
         in_force_version=Subquery(in_force.values("version")[:1]),
         **{f"latest_decision_{field.replace('__', '_')}": query for field, query in latest.items()},
     )
+
+
+# The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
+# so readouts stored by an older release are rebuilt on their next read.
+READOUT_SHAPE = 1
+
+
+def gate_readout(gate_id: int) -> dict:
+    """What a gate read derives from the gate's specs, signatures and latest engine decision,
+    in the API's shape; stored on the gate by gates.services.readouts."""
+    return readout_of(gates_with_latest(Gate.objects.filter(pk=gate_id)).get())
+
+
+def readout_of(gate: Gate) -> dict:
+    """The readout of a gate annotated by gates_with_latest."""
+    return {
+        "shape": READOUT_SHAPE,
+        "spec_version": gate.latest_spec_version,
+        "in_force_version": gate.in_force_version,
+        "latest_decision": _decision_brief(gate),
+        "clauses": clause_rows(gate.latest_engine_clauses or []),
+    }
+
+
+def readout_is_current(readout: dict | None) -> bool:
+    return isinstance(readout, dict) and readout.get("shape") == READOUT_SHAPE
+
+
+def _decision_brief(gate: Gate) -> dict | None:
+    """Which version the latest decision used, and whether it counted (signed by both at its
+    start), from the gate's annotations (gates_with_latest)."""
+    if gate.latest_decision_pk is None:
+        return None
+    return {
+        "id": gate.latest_decision_pk,
+        "verdict": gate.latest_decision_verdict,
+        "rehearsal": gate.latest_decision_rehearsal,
+        "spec_version": gate.latest_decision_spec_version,
+        "spec_digest": gate.latest_decision_spec_digest,
+        "created_at": gate.latest_decision_created_at.isoformat(),
+    }
 
 
 # What a gate read says of its latest engine decision (which version, whether it counted).

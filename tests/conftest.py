@@ -9,6 +9,33 @@ from gates import services
 from gates.models import Host, Membership, Organization, Profile
 from gates.tenancy import viewer_for_user
 
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After every test that touched the database: each gate's stored readout is what its
+    specs, signatures and decisions say now. A write path that forgets to refresh it fails
+    here, in whichever test first takes that path."""
+    result = yield
+    if _uses_database(item):
+        _assert_readouts_current()
+    return result
+
+
+def _uses_database(item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    return bool(names & {"db", "transactional_db", "live_server"}) or bool(
+        item.get_closest_marker("django_db")
+    )
+
+
+def _assert_readouts_current() -> None:
+    from gates.models import Gate
+    from gates.selectors import gates_with_latest, readout_of
+
+    for gate in gates_with_latest(Gate.objects.exclude(readout=None)):
+        assert gate.readout == readout_of(gate), f"gate {gate.pk}'s stored readout is stale"
+
+
 # An OpenSSH public key line (any valid blob will do; it is only pinned, not used here).
 HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 PRIVATE_KEY = (

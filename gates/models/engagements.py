@@ -72,6 +72,11 @@ class Gate(models.Model):
     planned_start = models.DateField(null=True, blank=True)
     planned_end = models.DateField(null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # What a gate read derives from its specs, signatures and latest engine decision, stored
+    # when one of those (all append-only) is created: CI polls a gate for hours, and building
+    # the read from them costs more than the rest of the request (gates.selectors.gate_readout,
+    # bench/api_speed.py). Null until first written; a read of an older shape rebuilds it.
+    readout = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["engagement", "position"]

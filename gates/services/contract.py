@@ -17,6 +17,7 @@ from gates.models import Gate, GateSpec, Party, SpecSignature, StopLossReset, Ve
 from gates.selectors import gate_counted_decisions, gate_spec_in_force
 from gates.services.alerts import alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
+from gates.services.readouts import gate_readout_refresh
 from gates.services.runs import decision_record
 from gates.services.signing_keys import ssh_signature_check
 from gates.specdiff import changes_text, spec_changes
@@ -81,6 +82,7 @@ def gate_spec_propose(
             digest=specs.spec_digest(document),
             created_by=actor.user,
         )
+        gate_readout_refresh(gate.pk)
         in_force = gate_spec_in_force(gate)
         changes = spec_changes(in_force.document, document) if in_force else []
         audit_record(
@@ -145,6 +147,8 @@ def gate_spec_sign(
     if party is None:
         raise NotAllowedError("only a vendor admin or a customer owner may sign a spec")
     with transaction.atomic():
+        # The gate first, then the spec: the order every writer of a gate's specs locks in.
+        Gate.objects.select_for_update().filter(pk=spec.gate_id).values_list("pk").get()
         spec = (
             GateSpec.objects.select_for_update().select_related("gate__engagement").get(pk=spec.pk)
         )
@@ -165,6 +169,7 @@ def gate_spec_sign(
         )
         spec.frozen_at = spec.frozen_at or now
         spec.save(update_fields=["frozen_at"])
+        gate_readout_refresh(spec.gate_id)
         audit_record(
             actor=actor,
             action="spec.sign",

@@ -12,6 +12,7 @@ from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
 from gates.models import Decision, Engagement, Gate, GateSpec, Organization
 from gates.services.alert_events import alert_review_decision
 from gates.services.audit import Actor, audit_record
+from gates.services.readouts import gate_readout_refresh
 from gates.tenancy import Viewer
 
 MIN_JUSTIFICATION_CHARS = 20
@@ -55,6 +56,7 @@ def engagement_create(
                 digest=specs.spec_digest(document),
                 created_by=actor.user,
             )
+            gate_readout_refresh(gate.pk)
         audit_record(
             actor=actor,
             action="engagement.create",
@@ -126,7 +128,7 @@ def _close_review(actor: Actor, gate: Gate, kind: str, justification: str) -> De
     """End stop-loss review on a locked gate with the admin's decision, kept for good."""
     gate.stop_loss_review = False
     gate.save(update_fields=["stop_loss_review"])
-    return Decision.objects.create(
+    decision = Decision.objects.create(
         gate=gate,
         spec=gate.current_spec,
         kind=kind,
@@ -134,6 +136,10 @@ def _close_review(actor: Actor, gate: Gate, kind: str, justification: str) -> De
         decided_by=actor.user,
         justification=justification.strip(),
     )
+    # A waiver or a stop is not an engine decision, so the read does not change today; the
+    # refresh keeps "every decision refreshes" true whatever gate_readout comes to include.
+    gate_readout_refresh(gate.pk)
+    return decision
 
 
 def _require_review_rights(viewer: Viewer, justification: str) -> None:

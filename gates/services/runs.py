@@ -36,6 +36,7 @@ from gates.services.audit import Actor, audit_record
 from gates.services.cleanup import host_require_clean
 from gates.services.engagements import gate_move, gate_open_next
 from gates.services.hosts import run_values_check
+from gates.services.readouts import gate_readout_refresh
 from gates.tenancy import Viewer
 from runners.plans import has_program
 
@@ -263,6 +264,7 @@ def decision_record(*, run_id: int, result: dict) -> Decision | None:
             decided_by_system=result.get("engine", "tollgate decision engine"),
         )
         decision.runs.add(run)
+        gate_readout_refresh(gate.pk)
         _end(run, Run.State.FINISHED, Run.Outcome.COMPLETED, "")
         if decision.rehearsal:
             # Recorded and shown, but the gate keeps its counted verdict and nothing opens.

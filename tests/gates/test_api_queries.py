@@ -11,9 +11,9 @@ from tests.gates.test_tenancy import token_client
 
 pytestmark = pytest.mark.django_db
 
-# The token; the creator's memberships with their organizations; the gate with its current
-# spec version, the version in force and the latest engine decision as subqueries. last_used_at
-# is written at most once a minute, not per request.
+# The token; the creator's memberships with their organizations; the gate row, whose readout
+# holds its spec version, the version in force and the latest engine decision (stored when one
+# of them is created). last_used_at is written at most once a minute, not per request.
 GATE_DETAIL_QUERIES = 3
 
 

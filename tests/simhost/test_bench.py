@@ -149,8 +149,9 @@ def test_the_served_name_is_asked_for_while_model_names_the_tokenizer_path(serve
     result = bench(server, tmp_path, *flags)
     assert result["completed"] == 3 and result["tokenizer_id"] == "/models/weights"
     assert len(result["latencies"]) == len(result["queue_times"]) == 3
+    # Equal when both tokens came in one read (a loaded box coalesces chunks), as in vLLM's.
     assert all(
-        latency > ttft for latency, ttft in zip(result["latencies"], result["ttfts"], strict=True)
+        latency >= ttft for latency, ttft in zip(result["latencies"], result["ttfts"], strict=True)
     )
 
 

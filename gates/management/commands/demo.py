@@ -29,7 +29,7 @@ from runners.driver import stop_all
 from runners.transport import LocalTransport
 
 WEB_ADDRESS = "127.0.0.1:8000"
-READY_TIMEOUT_S = 30
+READY_TIMEOUT_S = 120  # a loaded 2-core box takes a while to boot gunicorn, worker and beat
 
 
 class Command(BaseCommand):
