@@ -81,6 +81,9 @@ def test_a_soak_survives_a_killed_worker_an_ssh_cut_and_a_broker_restart(
     actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path, celery, redis_own
 ):
     host = soak_host(customer_org, own_sshd, tmp_path)
+    # Kept for inspection (the host's keep_run_dir): the lines on the host are compared below.
+    host.parameters = {**host.parameters, "keep_run_dir": True}
+    host.save(update_fields=["parameters"])
     for kind in ("G1", "G2", "G3"):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
     beat = celery("beat", "beat")
