@@ -163,9 +163,7 @@ def _trace(
     values = data.values.get(series.key, np.full(len(data.hours), np.nan))
     kept = kept_indices(data.hours, values, points)
     xs, ys = _with_breaks(
-        [round(float(hour), HOUR_DECIMALS) for hour in data.hours[kept]],
-        [_rounded(float(value)) for value in values[kept]],
-        data.gaps,
+        np.round(data.hours[kept], HOUR_DECIMALS).tolist(), _rounded(values[kept]), data.gaps
     )
     suffix = "" if row == 1 else str(row)
     return {
@@ -202,13 +200,14 @@ def _with_breaks(
     return out_x, out_y
 
 
-def _rounded(value: float) -> float | None:
-    if not math.isfinite(value):
-        return None
-    if value == 0:
-        return 0.0
-    digits = SIGNIFICANT_DIGITS - 1 - math.floor(math.log10(abs(value)))
-    return round(value, max(digits, 0))
+def _rounded(values: np.ndarray) -> list[float]:
+    """Finite values to SIGNIFICANT_DIGITS of the largest one (one decimal count for the whole
+    series, so the JSON carries short numbers); a per-value loop costs more than the query."""
+    if len(values) == 0:
+        return []
+    largest = float(np.max(np.abs(values)))
+    magnitude = math.floor(math.log10(largest)) if largest > 0 else 0
+    return np.round(values, max(SIGNIFICANT_DIGITS - 1 - magnitude, 0)).tolist()
 
 
 def _gap_shapes(gaps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -298,7 +297,7 @@ def summary_rows(data: SoakData) -> list[dict[str, Any]]:
                 **dict(
                     zip(
                         ("first", "min", "median", "max", "last"),
-                        [None if n is None else _rounded(float(n)) for n in numbers],
+                        [None if n is None else _rounded(np.array([n]))[0] for n in numbers],
                         strict=True,
                     )
                 ),
