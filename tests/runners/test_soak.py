@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -233,6 +234,50 @@ def test_the_agent_refuses_to_start_below_the_free_space_floor_and_says_why(
     assert "below the floor" in run.reason
     assert not run.decisions.exists()
     assert not SoakSample.objects.filter(run=run).exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 MiB tmpfs of this test's own, to fill while a soak runs on it (needs root)."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)])
+    if made.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root?)")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_free_space_falling_below_the_floor_mid_soak_stops_it_cleanly_and_says_why(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path, small_disk
+):
+    host = soak_host(customer_org, own_sshd, tmp_path)
+    host.parameters = {**host.parameters, "run_root": str(small_disk / "runs")}
+    host.save(update_fields=["parameters"])
+    document = g4_spec(seconds=120, **LOOSE_DRIFT)
+    document["soak"]["free_space_floor_gib"] = 16 / 1024  # 16 MiB of the 64
+    run = begin(actor, vendor_viewer, engagement, host, document)
+    filled = []
+
+    def fill_the_disk(run):
+        if not filled and SoakSample.objects.filter(run=run).count() >= 3:
+            # Another tenant of the disk takes 52 MiB: about 10 MiB stay free, under the floor.
+            with open(small_disk / "ballast", "wb") as ballast:
+                ballast.write(b"\0" * (52 << 20))
+            filled.append(time.monotonic())
+
+    run = tick_until_ended(run, timeout=90, during=fill_the_disk)
+    assert filled, "the soak ended before the disk was filled"
+    assert time.monotonic() - filled[0] < 60  # stopped at the next window, not at the end
+    assert run.outcome == "infra_error"  # the host's disk, not the product
+    assert "stopped cleanly" in run.reason and "below the floor" in run.reason, run.reason
+    assert not run.decisions.exists()
+    soak = Soak.objects.get(run=run)
+    assert soak.agent_exit["code"] == 4
+    assert_every_seq_once(run)
+    assert wait_for(lambda: host_processes_gone(run), timeout=15)
+    assert not Path(soak.run_dir).exists()  # what it left was removed, the ballast stays
+    assert (small_disk / "ballast").exists()
 
 
 def test_memory_growth_and_latency_drift_fail_their_clauses(
