@@ -131,7 +131,3 @@ def pooled_transport(target: SshTarget):
     """This process's kept connection to `target` (a context manager), for repeated short
     tasks against the same hosts: the soak collector's ticks."""
     return _POOL.lend(target)
-
-
-def process_pool() -> ConnectionPool:
-    return _POOL
