@@ -5,9 +5,10 @@
    samples only;
 2. one collector tick's recording at the end of that soak (one new window stored, gaps checked,
    no provisional re-judging due), and the same tick when a crash forces re-judging;
-3. the host side of a tick (one SSH connection, soak-read, agent status) against one loopback
-   sshd serving many agent data directories, run back to back as one worker process does:
-   ticks per second, hence how many soaks ticking every 30 s one worker holds.
+3. the host side of a tick (soak-read, agent status) against one loopback sshd serving many
+   agent data directories, run back to back as one worker process does, first with a fresh SSH
+   connection per tick (as before), then with the process's kept connection (the pool), side
+   by side: ticks per second, hence how many soaks ticking every 30 s one worker holds.
 
 Targets: decision < 2 s, tick < 100 ms. Runs on a throwaway SQLite database (or DATABASE_URL
 with --postgres), the real services, a real sshd.
@@ -239,6 +240,7 @@ def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
     from runners import soak as pure
     from runners import soakhost
     from runners.transport import open_transport
+    from runners.transport.pool import ConnectionPool
     from tests.sshd import loopback_sshd
 
     hostctl = ROOT / "runners" / "remote" / "hostctl.py"
@@ -260,28 +262,44 @@ def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
     (workdir / "sshd").mkdir()
     with loopback_sshd(workdir / "sshd") as server:
         target = server.target()
-        began = time.perf_counter()
-        for i in range(ticks):
-            paths = dirs[i % soaks]
-            with open_transport(target) as transport:
-                # A window per tick (the worst case at 30 s ticks of 10 s windows is three).
-                soakhost.read(
-                    transport,
-                    paths=paths,
-                    python=sys.executable,
-                    offset=0,
-                    ack_seq=-1,
-                    stop=False,
-                    deadline=None,
-                )
-                soakhost.agent_status(transport, paths=paths, generation=1)
-        seconds = time.perf_counter() - began
-    rate = ticks / seconds
+        pool = ConnectionPool()
+        modes = {
+            "fresh connection per tick (before)": lambda: open_transport(target),
+            "kept connection (runners/transport/pool.py)": lambda: pool.lend(target),
+        }
+        rates = {}
+        for label, connection in modes.items():
+            began = time.perf_counter()
+            for i in range(ticks):
+                with connection() as transport:
+                    host_side_tick(soakhost, transport, dirs[i % soaks])
+            rates[label] = ticks / (time.perf_counter() - began)
+            print(
+                f"   {label}: {ticks} ticks, {1000 / rates[label]:.0f} ms per tick, "
+                f"{rates[label]:.1f} ticks/s: one worker process holds about "
+                f"{int(rates[label] * 30)} soaks ticking every 30 s"
+            )
+        pool.close_all()
+    before, after = rates.values()
     print(
-        f"   {ticks} ticks in {seconds:.1f} s: {1000 / rate:.0f} ms per tick, {rate:.1f} "
-        f"ticks/s; one worker process holds about {int(rate * 30)} soaks ticking every 30 s "
-        f"(each read here carries 3 windows with their raw files)"
+        f"   kept vs fresh: {after / before:.1f}x the ticks per second, {pool.opened} "
+        f"connection(s) opened for {ticks} ticks (each read carries 3 windows with raw files)"
     )
+
+
+def host_side_tick(soakhost, transport, paths) -> None:
+    """A tick's host side: the read (a window per tick is typical; the worst case at 30 s
+    ticks of 10 s windows is three, what each read carries here) and the agent's status."""
+    soakhost.read(
+        transport,
+        paths=paths,
+        python=sys.executable,
+        offset=0,
+        ack_seq=-1,
+        stop=False,
+        deadline=None,
+    )
+    soakhost.agent_status(transport, paths=paths, generation=1)
 
 
 def main() -> int:
@@ -289,11 +307,13 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true", help="use DATABASE_URL")
     parser.add_argument("--soaks", type=int, default=200)
     parser.add_argument("--ticks", type=int, default=400)
+    parser.add_argument("--host-side-only", action="store_true", help="only figure 3")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tollgate-bench-") as scratch:
         configure(scratch, args.postgres)
-        measure_decision([2592, 25920])
-        measure_tick(25920)
+        if not args.host_side_only:
+            measure_decision([2592, 25920])
+            measure_tick(25920)
         measure_host_side(args.soaks, args.ticks, Path(scratch) / "hosts")
     return 0
 

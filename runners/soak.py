@@ -189,8 +189,10 @@ def window_sample(window: Window) -> dict:
         "completed": None,
         "failed": None,
         "output_throughput": None,
+        "ttft_p50_ms": None,
         "ttft_p99_ms": None,
         "external_hit_rate": None,
+        "kv_cache_usage": None,
         "memory_bytes": line.get("server_rss_bytes"),
         "server_rss_bytes": line.get("server_rss_bytes"),
         "gpu_memory_used_mib": None,
@@ -219,7 +221,8 @@ def _bench_numbers(window: Window, sample: dict, notes: list[str]) -> None:
         return
     sample["completed"], sample["failed"] = run.get("completed"), run.get("failed")
     sample["output_throughput"] = run.get("output_throughput")
-    sample["ttft_p99_ms"] = (run.get("ttft_ms") or {}).get("p99")
+    ttft = run.get("ttft_ms") or {}
+    sample["ttft_p50_ms"], sample["ttft_p99_ms"] = ttft.get("p50"), ttft.get("p99")
 
 
 def _server_numbers(window: Window, sample: dict, notes: list[str]) -> None:
@@ -233,7 +236,9 @@ def _server_numbers(window: Window, sample: dict, notes: list[str]) -> None:
     except adapters.AdapterError as error:
         notes.append(f"/metrics: {error}")
         return
-    rss = (last.get("gauges") or {}).get("process_resident_memory_bytes")
+    gauges = last.get("gauges") or {}
+    sample["kv_cache_usage"] = gauges.get("kv_cache_usage")  # a fraction, at the window's end
+    rss = gauges.get("process_resident_memory_bytes")
     if rss is not None:
         sample["memory_bytes"] = rss
 

@@ -62,8 +62,10 @@ def read(
 ) -> soak.Read:
     """One tick's read: acknowledge what is stored, pass on a stop or a new deadline, and
     return the agent's state and the next windows after `offset`."""
+    # -S: no site-packages (soak-read is standard library only); it halves Python's start-up,
+    # paid on every tick of every soak.
     argv = fill(
-        ["{python}", "{run_dir}/hostctl.py", "soak-read", "{run_dir}/soak-data"],
+        ["{python}", "-S", "{run_dir}/hostctl.py", "soak-read", "{run_dir}/soak-data"],
         {"python": python, "run_dir": paths.run_dir},
     )
     argv += [

@@ -25,6 +25,7 @@ from runners.errors import ContractError, RunnerError
 from runners.execution import RunPlan
 from runners.transport import LocalTransport, Transport, open_transport
 from runners.transport.network import is_transient, outage_retry_after
+from runners.transport.pool import pooled_transport
 
 logger = logging.getLogger(__name__)
 
@@ -236,23 +237,37 @@ def tick_soaks() -> None:
 @shared_task(name="runners.tick_soak")
 def tick_soak(run_id: int) -> None:
     """One collector tick of a soak: claim it, read its host, record. A transport error only
-    means "try next tick" (the service ends the run once the soak was unobserved too long)."""
+    means "try next tick" (the service ends the run once the soak was unobserved too long).
+    Ticks reuse this process's connection to the host: a new one per tick was the limit."""
     tick = services.soak_tick_claim(run_id)
     if tick is None:  # ended, or another tick reads it right now
         return
     try:
-        with _transport(tick.plan) as transport, tempfile.TemporaryDirectory() as scratch:
+        with _soak_transport(tick.plan) as transport, tempfile.TemporaryDirectory() as scratch:
             found = soakhost.tick(transport, tick.host_state(), Path(scratch))
             logger.info("soak %s: %s", run_id, services.soak_tick_record(tick, found))
-            _stop_if_failed(transport, run_id)
+            _clean_up_if_ended(transport, tick.plan, run_id)
     except RunnerError as error:
         logger.info("soak %s: %s", run_id, services.soak_tick_unreachable(tick, str(error)))
     finally:
         services.soak_tick_release(tick)
 
 
-def _stop_if_failed(transport: Transport, run_id: int) -> None:
-    """A soak that ended without a verdict may leave an agent behind: stop what is there."""
+def _soak_transport(plan: RunPlan) -> contextlib.AbstractContextManager[Transport]:
+    if plan.target is None:
+        return LocalTransport(plan.host_name)
+    return pooled_transport(plan.target)
+
+
+def _clean_up_if_ended(transport: Transport, plan: RunPlan, run_id: int) -> None:
+    """An ended soak leaves nothing on the host: the agent (and any server it left) stopped,
+    then its run directory removed. The run ends only after the agent exited and every line
+    it wrote was stored, or when nothing more will be stored (canceled, infra_error). What
+    cannot be removed now is left to the janitor."""
     run = Run.objects.get(pk=run_id)
-    if run.is_ended and run.outcome not in ("", Run.Outcome.COMPLETED):
-        driver.stop_all(transport, services.run_remote_dirs(run))
+    if not run.is_ended:
+        return
+    leftovers = plan.leftovers.with_launched(services.run_remote_dirs(run))
+    problems = cleanup.clean_up(transport, leftovers)
+    if problems:
+        services.host_cleanup_record(run=run, leftovers=leftovers, problem=problems[0])

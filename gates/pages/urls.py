@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import alerts, planner, views
+from gates.pages import alerts, planner, soakview, views
 
 app_name = "gates"
 
@@ -17,6 +17,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/soak/", views.soak_control, name="soak-control"),
+    path("runs/<int:pk>/soak/series/", soakview.soak_series, name="soak-series"),
     path("planner/", planner.planner_page, name="planner"),
     path("planner/engagements/<int:pk>/save/", planner.planner_save, name="planner-save"),
     path("alerts/ack/<str:token>/", alerts.alert_ack, name="alert-ack"),

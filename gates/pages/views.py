@@ -15,7 +15,7 @@ from gates import services
 from gates.errors import ServiceError
 from gates.health import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
-from gates.pages import dashboards
+from gates.pages import dashboards, soakview
 from gates.pages.contract import gate_contract
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
@@ -117,6 +117,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and viewer.can("soak.control")
             and soak.state == "active",
             "figures": dashboards.run_panels(run),
+            "soak_page": soakview.soak_page(run, soak),
         },
     )
 

@@ -96,6 +96,11 @@ class SshTransport(DetachedProcesses):
         if client is not None:
             client.close()
 
+    def is_alive(self) -> bool:
+        """Up as far as this side knows (a silently dropped peer fails the next channel open)."""
+        session = self._client.get_transport() if self._client else None
+        return session is not None and session.is_active()
+
     def connect(self) -> None:
         """Connect now (commands connect on demand); retries transient failures with backoff."""
         self._connected()
@@ -265,8 +270,7 @@ class SshTransport(DetachedProcesses):
     # -- connection ------------------------------------------------------------------------
 
     def _connected(self) -> paramiko.SSHClient:
-        session = self._client.get_transport() if self._client else None
-        if self._client is not None and session is not None and session.is_active():
+        if self._client is not None and self.is_alive():
             return self._client
         self.close()
         self._client = with_backoff(

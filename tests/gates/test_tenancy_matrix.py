@@ -117,6 +117,7 @@ RULES: dict[str, Rule] = {
     "gates:run-detail": page("run", "GET"),
     "gates:run-cancel": page("run", "POST"),
     "gates:soak-control": page("run", "POST", body={"action": "extend", "hours": "1"}),
+    "gates:soak-series": page("run", "GET"),
     "gates:planner": page(None, "GET", "POST"),
     "gates:planner-save": page("engagement", "POST"),
     "gates:alert-ack-here": page("alert", "POST"),

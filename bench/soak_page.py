@@ -1,0 +1,172 @@
+"""The soak page of a 72 h soak at 10 s windows (25,920 stored windows, every series of the
+page filled): server time and bytes sent, against a naive page of the same data that draws
+every window of every series (no downsampling), in the same run. The zoom route is timed too
+(an hour of the soak: 360 windows, full resolution).
+
+Targets (issue 18): server time <= 250 ms, <= 1.5 MB sent, at least 5x lighter than naive.
+Runs on a throwaway SQLite database, or on PostgreSQL with --postgres (DATABASE_URL: give a
+scratch database, the bench migrates it and adds an organization per run).
+
+    .venv/bin/python bench/soak_page.py [--postgres] [--windows 25920] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.g4_soak import T0, WINDOW_S, configure  # noqa: E402
+
+
+def window_metrics(seq: int) -> dict:
+    """A plausible window: slow wobble, a little noise, memory creeping up."""
+    wobble = 1 + 0.03 * math.sin(seq / 500) + 0.01 * ((seq * 7919) % 13 - 6) / 6
+    return {
+        "crashed": seq == 20000,
+        "completed": 300,
+        "failed": 3 if seq % 997 == 0 else 0,
+        "output_throughput": 500 * wobble,
+        "ttft_p50_ms": 800 / wobble,
+        "ttft_p99_ms": 2000 / wobble,
+        "kv_cache_usage": 0.6 + 0.1 * math.sin(seq / 50),
+        "external_hit_rate": 0.93 + 0.02 * math.cos(seq / 80),
+        "memory_bytes": 40e9 + seq * 1000,
+        "server_rss_bytes": 40e9 + seq * 1000,
+        "host_available_bytes": 400e9 - seq * 900,
+        "gpu_memory_used_mib": 71000 + (seq % 5),
+        "notes": [],
+    }
+
+
+def make_soak(windows: int):
+    from datetime import UTC, datetime
+
+    from gates import services, specs
+    from gates.models import Membership, Organization, Run, Soak, SoakSample
+
+    label = f"page-{time.time_ns()}"
+    org = Organization.objects.create(name=label, slug=label, kind="vendor")
+    customer = Organization.objects.create(name=f"{label}-c", slug=f"{label}-c", kind="customer")
+    engagement = services.engagement_create(
+        actor=services.Actor.system("bench"), organization=customer, title=label, model_name="m"
+    )
+    gate = engagement.gates.get(kind="G4")
+    document = specs.default_spec("G4")
+    document["window_min"] = WINDOW_S / 60
+    services.gate_spec_update(actor=services.Actor.system("bench"), gate=gate, document=document)
+    gate.refresh_from_db()
+    run = Run.objects.create(
+        gate=gate,
+        spec=gate.current_spec,
+        attempt=1,
+        state=Run.State.RUNNING,
+        started_at=datetime.now(tz=UTC),
+    )
+    when = lambda s: datetime.fromtimestamp(s, tz=UTC)  # noqa: E731
+    SoakSample.objects.bulk_create(
+        (
+            SoakSample(
+                run=run,
+                seq=i,
+                window_start=when(T0 + i * WINDOW_S),
+                window_end=when(T0 + (i + 1) * WINDOW_S),
+                metrics=window_metrics(i),
+            )
+            for i in range(windows)
+        ),
+        batch_size=2000,
+    )
+    gaps = [{"after_seq": 9000, "start": T0 + 9001 * WINDOW_S, "end": T0 + 9001 * WINDOW_S + 600}]
+    Soak.objects.create(
+        run=run,
+        run_dir="/tmp/bench-soak",
+        agent_sha256="0" * 64,
+        started=T0,
+        deadline=T0 + 72 * 3600,
+        last_seq=windows - 1,
+        gaps=gaps,
+    )
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user(label, password="x")
+    Membership.objects.create(user=user, organization=org, role=Membership.Role.VENDOR_ADMIN)
+    return run, user
+
+
+def timed_get(client, url: str, repeats: int, *, cold: bool = False) -> tuple[float, int, int]:
+    """(median server seconds, bytes sent, bytes gzip would send) of GET url; `cold` empties
+    the cache first each time (the first view of a soak, or one with no cache at all)."""
+    from django.core.cache import cache
+
+    times, body = [], b""
+    for _ in range(repeats):
+        if cold:
+            cache.clear()
+        began = time.perf_counter()
+        response = client.get(url)
+        times.append(time.perf_counter() - began)
+        assert response.status_code == 200, response.status_code
+        body = response.content
+    return statistics.median(times), len(body), len(gzip.compress(body, 6))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", action="store_true", help="use DATABASE_URL")
+    parser.add_argument("--windows", type=int, default=25920)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tollgate-bench-") as scratch:
+        os.environ["ALLOWED_HOSTS"] = "testserver"
+        configure(scratch, args.postgres)
+        from django.test import Client
+        from django.urls import reverse
+
+        from gates.pages import soakview
+
+        run, user = make_soak(args.windows)
+        client = Client()
+        client.force_login(user)
+        page = reverse("gates:run-detail", args=[run.pk])
+        zoom = reverse("gates:soak-series", args=[run.pk]) + "?from_h=30&to_h=31"
+        client.get(page)  # warm the templates and the database's pages
+        cold = timed_get(client, page, args.repeats, cold=True)
+        light = timed_get(client, page, args.repeats)
+        zoomed = timed_get(client, zoom, args.repeats)
+        downsampled = soakview.soak_page
+        soakview.soak_page = lambda run, soak: downsampled(run, soak, full_resolution=True)
+        try:
+            naive = timed_get(client, page, max(2, args.repeats // 2), cold=True)
+        finally:
+            soakview.soak_page = downsampled
+    database = "PostgreSQL" if args.postgres else "SQLite"
+    print(f"soak page, {args.windows} windows x 9 series ({database})")
+    for label, (seconds, sent, zipped) in (
+        ("page, first view (cache empty)", cold),
+        ("page, cached columns", light),
+        ("naive full-resolution page (cold)", naive),
+        ("zoom route, 1 h at full resolution", zoomed),
+    ):
+        print(
+            f"   {label:<36} {1000 * seconds:7.0f} ms  {sent / 1e6:6.2f} MB "
+            f"({zipped / 1e6:5.2f} MB gzipped)"
+        )
+    print(
+        f"   naive / downsampled: {naive[1] / light[1]:.1f}x the bytes, "
+        f"{naive[0] / cold[0]:.1f}x the server time of a first view"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
