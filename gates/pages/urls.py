@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import alerts, planner, views
+from gates.pages import alerts, audit, hosts, planner, tokens, views
 
 app_name = "gates"
 
@@ -23,4 +23,11 @@ urlpatterns = [
     path("alerts/<int:pk>/ack/", alerts.alert_ack_here, name="alert-ack-here"),
     path("settings/alerts/", alerts.alert_preferences, name="alert-preferences"),
     path("engagements/<int:pk>/alerts/", alerts.engagement_alerts, name="engagement-alerts"),
+    path("hosts/", hosts.host_list, name="host-list"),
+    path("hosts/add/", hosts.host_add, name="host-add"),
+    path("hosts/<int:pk>/", hosts.host_detail, name="host-detail"),
+    path("hosts/<int:pk>/check/", hosts.host_check, name="host-check"),
+    path("tokens/", tokens.token_list, name="token-list"),
+    path("tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("audit/", audit.audit_log, name="audit-log"),
 ]
