@@ -250,3 +250,11 @@ def test_forms_never_offer_key_material_lease_or_fencing_fields(engineer, host):
     for name in ("host_key", "fencing_token", "lease_run", "lease_acquired_at", "credential"):
         assert f'name="{name}"' not in page, name
     assert HOST_KEY.split()[1] not in page and 'name="private_key"' in page
+
+
+def test_a_refusal_is_a_page_that_says_why(client, customer_owner):
+    client.force_login(customer_owner)
+    response = client.get(reverse("gates:host-list"))
+    page = response.content.decode()
+    assert response.status_code == 403 and "hosts are managed by vendor staff" in page
+    assert "You may not open this page" in page
