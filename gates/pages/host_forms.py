@@ -99,3 +99,13 @@ class HostEditForm(CredentialFields):
             "parameters": host.parameters,
         }
         return cls(data, initial=initial)
+
+
+class PinForm(forms.Form):
+    """Pinning a re-scanned key: the fingerprint shown, confirmed with the host's owner."""
+
+    fingerprint = forms.CharField(widget=forms.HiddenInput)
+    confirmed = forms.BooleanField(
+        label="I confirmed this new fingerprint with the host's owner (out of band)",
+        error_messages={"required": "confirm the new fingerprint with the host's owner first"},
+    )

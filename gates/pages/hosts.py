@@ -18,11 +18,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from gates import services
 from gates.errors import ServiceError
 from gates.models import Host, HostCleanup, Organization, Run
-from gates.pages.host_forms import HostEditForm, RegisterForm, ScanForm
+from gates.pages.host_forms import HostEditForm, PinForm, RegisterForm, ScanForm
 from gates.tenancy import Viewer, get_visible_or_404, viewer_for_request, visible
 
 RECENT_RUNS = 3
 SCAN_SESSION_KEY = "tollgate_host_scan"
+REPIN_SESSION_KEY = "tollgate_host_repin"
 
 
 def _host_manager(request: HttpRequest) -> Viewer:
@@ -196,6 +197,47 @@ def host_check(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"{error.field}: {error.detail}" if error.field else error.detail)
         return redirect("gates:host-detail", pk=host.pk)
     return _detail_page(request, host, HostEditForm.for_host(host), report=report)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def host_key(request: HttpRequest, pk: int) -> HttpResponse:
+    """Re-pin a host's key after a legitimate re-install. GET: the pinned fingerprint and a
+    scan button; POST step=scan: the new fingerprint beside the old; POST step=pin: pin it."""
+    viewer = _host_manager(request)
+    host = get_visible_or_404(_hosts(viewer), viewer, pk=pk)
+    step = request.POST.get("step") if request.method == "POST" else None
+    scanned = request.session.get(REPIN_SESSION_KEY)
+    if scanned and scanned.get("host") != host.pk:
+        scanned = None  # a scan made for another host's page
+    form = PinForm(request.POST if step == "pin" else None)
+    if step == "scan":
+        try:
+            key_line, fingerprint = services.host_scan(
+                viewer=viewer, address=host.address, port=host.port
+            )
+        except ServiceError as error:
+            messages.error(request, f"address: {error.detail}")
+            return redirect("gates:host-key", pk=host.pk)
+        scanned = {"host": host.pk, "host_key": key_line, "fingerprint": fingerprint}
+        request.session[REPIN_SESSION_KEY] = scanned
+        form = PinForm(initial={"fingerprint": fingerprint})
+    elif step == "pin" and form.is_valid():
+        if not scanned or form.cleaned_data["fingerprint"] != scanned["fingerprint"]:
+            messages.error(request, "Scan the host again: the key to pin comes from the scan.")
+            return redirect("gates:host-key", pk=host.pk)
+        services.host_pin_key(
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            host=host,
+            host_key=scanned["host_key"],
+        )
+        del request.session[REPIN_SESSION_KEY]
+        messages.info(request, f"New host key pinned: {host.host_key_fingerprint}.")
+        return redirect("gates:host-detail", pk=host.pk)
+    shown = {k: v for k, v in (scanned or {}).items() if k != "host_key"} if step else None
+    context = {"host": host, "scanned": shown, "form": form}
+    return render(request, "hosts/key.html", context, status=400 if form.errors else 200)
 
 
 def _detail_page(request, host: Host, form, *, report=None, status: int = 200) -> HttpResponse:

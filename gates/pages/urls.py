@@ -27,6 +27,7 @@ urlpatterns = [
     path("hosts/add/", hosts.host_add, name="host-add"),
     path("hosts/<int:pk>/", hosts.host_detail, name="host-detail"),
     path("hosts/<int:pk>/check/", hosts.host_check, name="host-check"),
+    path("hosts/<int:pk>/key/", hosts.host_key, name="host-key"),
     path("tokens/", tokens.token_list, name="token-list"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
     path("audit/", audit.audit_log, name="audit-log"),

@@ -159,6 +159,28 @@ def host_update(
     return host
 
 
+def host_pin_key(*, actor: Actor, viewer: Viewer, host: Host, host_key: str) -> Host:
+    """Pin a newly scanned and confirmed key (a host re-installed): from now on only this key
+    is accepted. Audited with both fingerprints."""
+    if not viewer.can("host.manage"):
+        raise NotAllowedError("only vendor staff may pin host keys")
+    if host.transport != Host.Transport.SSH:
+        raise ServiceError("a local host has no host key", field="host_key")
+    fingerprint = host_key_fingerprint(host_key)
+    previous = host.host_key_fingerprint
+    with transaction.atomic():
+        host.host_key, host.host_key_fingerprint = host_key.strip(), fingerprint
+        host.save(update_fields=["host_key", "host_key_fingerprint"])
+        audit_record(
+            actor=actor,
+            action="host.key_pin",
+            target=host,
+            organization_id=host.organization_id,
+            detail={"previous": previous, "fingerprint": fingerprint},
+        )
+    return host
+
+
 def _validate_changed_credential(host: Host, private_key: str | None) -> None:
     """A new private key replaces the key file path; a key file path given instead of a stored
     key replaces the key (the ciphertext is dropped on save)."""

@@ -217,6 +217,7 @@ def pages(actor, vendor_admin, vendor_org, customer_owner, customer_org, engagem
         "hosts": reverse("gates:host-list"),
         "host-detail": reverse("gates:host-detail", args=[host.pk]),
         "host-add": reverse("gates:host-add"),
+        "host-key": reverse("gates:host-key", args=[host.pk]),
         "tokens": reverse("gates:token-list"),
         "token-revoke": reverse("gates:token-revoke", args=[token.pk]),
         "audit": reverse("gates:audit-log"),

@@ -126,6 +126,7 @@ RULES: dict[str, Rule] = {
     "gates:host-add": page(None, "GET", "POST", body={"step": "scan", "address": "127.0.0.1"}),
     "gates:host-detail": page("host", "GET", "POST", body={"name": "renamed", "port": "22"}),
     "gates:host-check": page("host", "POST"),
+    "gates:host-key": page("host", "GET", "POST", body={"step": "scan"}),
     "gates:token-list": page(None, "GET", "POST", body={"name": "x", "scopes": ["read"]}),
     "gates:token-revoke": page("token", "GET", "POST"),
     "gates:audit-log": page(None, "GET"),

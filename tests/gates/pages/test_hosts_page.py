@@ -258,3 +258,46 @@ def test_a_refusal_is_a_page_that_says_why(client, customer_owner):
     page = response.content.decode()
     assert response.status_code == 403 and "hosts are managed by vendor staff" in page
     assert "You may not open this page" in page
+
+
+def onboarded(engineer, sshd, customer_org) -> Host:
+    page = scan(engineer, customer_org, sshd.address, sshd.port).content.decode()
+    fingerprint = page.split('id="scanned-fingerprint">')[1].split("<")[0]
+    register(engineer, fingerprint, private_key=sshd.user_key_text)
+    return Host.objects.get()
+
+
+@pytest.mark.slow
+def test_a_reinstalled_hosts_new_key_is_pinned_after_a_scan_and_a_confirmation(
+    engineer, sshd, customer_org
+):
+    host = onboarded(engineer, sshd, customer_org)
+    old = host.host_key_fingerprint
+    url = reverse("gates:host-key", args=[host.pk])
+    same = engineer.post(url, {"step": "scan"}).content.decode()
+    assert "same key" in same and "Pin the new key?" not in same
+    sshd.regenerate_host_key()
+    page = engineer.post(url, {"step": "scan"}).content.decode()
+    new = page.split('id="scanned-fingerprint">')[1].split("<")[0]
+    assert new != old and "different key" in page
+    unconfirmed = engineer.post(url, {"step": "pin", "fingerprint": new})
+    assert "confirmed: confirm the new fingerprint" in unconfirmed.content.decode()
+    host.refresh_from_db()
+    assert host.host_key_fingerprint == old
+    response = engineer.post(url, {"step": "pin", "fingerprint": new, "confirmed": "on"})
+    assert response["Location"] == reverse("gates:host-detail", args=[host.pk])
+    host.refresh_from_db()
+    assert host.host_key_fingerprint == new
+    assert AuditEvent.objects.get(action="host.key_pin").detail == {
+        "previous": old,
+        "fingerprint": new,
+    }
+    checked = engineer.post(reverse("gates:host-check", args=[host.pk])).content.decode()
+    assert "Every check passed." in checked
+
+
+def test_pinning_without_a_scan_changes_nothing(engineer, host):
+    url = reverse("gates:host-key", args=[host.pk])
+    response = engineer.post(url, {"step": "pin", "fingerprint": "SHA256:x", "confirmed": "on"})
+    assert response["Location"] == url
+    assert Host.objects.get(pk=host.pk).host_key == HOST_KEY
