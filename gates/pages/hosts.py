@@ -83,7 +83,8 @@ def host_add(request: HttpRequest) -> HttpResponse:
                 port=scan_form.cleaned_data["port"],
             )
         except ServiceError as error:
-            scan_form.add_error(error.field if error.field in scan_form.fields else None, error)
+            field = error.field if error.field in scan_form.fields else None
+            scan_form.add_error(field, error.detail)
         else:
             scanned = _remember_scan(request, scan_form.cleaned_data, key_line, fingerprint)
             form = RegisterForm(initial={"fingerprint": fingerprint, "profile": "vllm"})
@@ -129,7 +130,7 @@ def _register(request: HttpRequest, viewer: Viewer) -> HttpResponse:
         form.add_error("fingerprint", "the host was scanned again since: confirm the new one")
     if form.is_valid():
         organization = get_visible_or_404(Organization, viewer, pk=scanned["organization"])
-        values = {k: form.cleaned_data[k] for k in ("username", "private_key", "key_file_path")}
+        login = form.cleaned_data
         try:
             host = services.host_create(
                 actor=services.Actor.from_request(request),
@@ -139,8 +140,10 @@ def _register(request: HttpRequest, viewer: Viewer) -> HttpResponse:
                 address=scanned["address"],
                 port=scanned["port"],
                 host_key=scanned["host_key"],
-                profile=form.cleaned_data["profile"],
-                **{**values, "private_key": values["private_key"] or None},
+                profile=login["profile"],
+                username=login["username"],
+                private_key=login["private_key"] or None,
+                key_file_path=login["key_file_path"],
             )
         except ServiceError as error:
             form.add_error(error.field if error.field in form.fields else None, error.detail)
