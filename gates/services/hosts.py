@@ -136,11 +136,14 @@ def host_update(
     for name, value in changes.items():
         setattr(host, name, value)
     _validate_host_fields(host.transport, host.address, host.port, host.username, host.host_key)
-    _validate_changed_credential(host, private_key)
+    drops_stored_key = _validate_changed_credential(host, private_key)
     run_values_check(host, {}, model_name="model")
+    # Only the changed columns: a run may take the lease meanwhile, and a save of the whole
+    # row would write back the lease and fencing token this instance read before.
+    columns = sorted(changes) + (["credential_ciphertext"] if drops_stored_key else [])
     try:
         with transaction.atomic():
-            host.save()
+            host.save(update_fields=columns)
             if private_key:
                 host_set_credential(host=host, private_key=private_key)
             changed = sorted(changes) + (["private_key"] if private_key else [])
@@ -181,16 +184,19 @@ def host_pin_key(*, actor: Actor, viewer: Viewer, host: Host, host_key: str) -> 
     return host
 
 
-def _validate_changed_credential(host: Host, private_key: str | None) -> None:
-    """A new private key replaces the key file path; a key file path given instead of a stored
-    key replaces the key (the ciphertext is dropped on save)."""
+def _validate_changed_credential(host: Host, private_key: str | None) -> bool:
+    """A new private key replaces the stored one (with no key file path beside it); a key
+    file path given instead of a stored key replaces it. True when the stored key is dropped."""
     if host.transport == Host.Transport.LOCAL:
-        return
+        return False
     if private_key or not host.has_stored_credential:
         _validate_credential(host.transport, private_key, host.key_file_path)
-    elif host.key_file_path:
+        return False
+    if host.key_file_path:
         _validate_credential(host.transport, None, host.key_file_path)
         host.credential_ciphertext = None
+        return True
+    return False
 
 
 def host_set_credential(*, host: Host, private_key: str) -> None:

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from gates import services
 from gates.models import AuditEvent, Host
+from gates.tenancy import viewer_for_user
 from tests.conftest import HOST_KEY, PRIVATE_KEY, make_host
 from tests.sshd import free_port, loopback_sshd
 
@@ -301,3 +302,25 @@ def test_pinning_without_a_scan_changes_nothing(engineer, host):
     response = engineer.post(url, {"step": "pin", "fingerprint": "SHA256:x", "confirmed": "on"})
     assert response["Location"] == url
     assert Host.objects.get(pk=host.pk).host_key == HOST_KEY
+
+
+def test_an_edit_never_writes_back_a_lease_taken_meanwhile(host, vendor_engineer):
+    stale = Host.objects.get(pk=host.pk)
+    Host.objects.filter(pk=host.pk).update(fencing_token=41)  # a run leased it meanwhile
+    services.host_update(
+        actor=services.Actor(user=vendor_engineer),
+        viewer=viewer_for_user(vendor_engineer),
+        host=stale,
+        port=2200,
+    )
+    fresh = Host.objects.get(pk=host.pk)
+    assert fresh.port == 2200 and fresh.fencing_token == 41
+
+
+def test_a_key_file_path_replaces_a_stored_key(engineer, customer_org):
+    host = make_host(customer_org, name="gpu-k", key_file_path="")
+    services.host_set_credential(host=host, private_key=PRIVATE_KEY)
+    response = edit(engineer, host, key_file_path="/etc/tollgate/other-key")
+    assert response.status_code == 302
+    host.refresh_from_db()
+    assert not host.has_stored_credential and host.key_file_path == "/etc/tollgate/other-key"
