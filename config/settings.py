@@ -139,7 +139,11 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "gates:engagement-list"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
-SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 8 * 3600)
+# An idle timeout: every request saves the session and so pushes its expiry SESSION_COOKIE_AGE
+# seconds on; a session left alone that long is signed out (docs/security.md).
+SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 3600)
+SESSION_SAVE_EVERY_REQUEST = True
+PASSWORD_RESET_TIMEOUT = envint("PASSWORD_RESET_TIMEOUT", 3600)  # seconds a reset link works
 SESSION_COOKIE_SAMESITE = "Lax"
 
 # --- Security (python manage.py check --deploy --fail-level WARNING is clean without DEBUG) --

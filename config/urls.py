@@ -11,6 +11,30 @@ urlpatterns = [
     path("", include("gates.pages.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Account: Django's own views (templates in templates/registration/); the reset link in
+    # the email is single-use and expires after PASSWORD_RESET_TIMEOUT.
+    path("account/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path(
+        "account/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
+    path("account/reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "account/reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "account/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "account/reset/done/",
+        auth_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("gates.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

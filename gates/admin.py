@@ -26,6 +26,7 @@ from gates.models import (
     Profile,
     Run,
 )
+from gates.pages.host_forms import PORT_ERRORS
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -98,6 +99,9 @@ class HostForm(forms.ModelForm):
         help_text="Write-only: stored encrypted, never shown again.",
     )
 
+    # The model's field takes any positive number; a TCP port cannot.
+    port = forms.IntegerField(min_value=1, max_value=65535, initial=22, error_messages=PORT_ERRORS)
+
     class Meta:
         model = Host
         fields = [
@@ -136,7 +140,8 @@ class HostAdmin(admin.ModelAdmin):
         "lease_run",
     ]
     list_filter = ["organization", "profile", "transport"]
-    readonly_fields = ["host_key_fingerprint", "lease_run", "lease_acquired_at", "fencing_token"]
+    # The lease and its fencing token belong to the runs: not shown on the form at all.
+    readonly_fields = ["host_key_fingerprint"]
 
     def save_model(self, request, obj, form, change):
         if obj.host_key:

@@ -15,6 +15,7 @@ from gates.models import (
     Alert,
     ApiToken,
     Artifact,
+    AuditEvent,
     Decision,
     Engagement,
     Gate,
@@ -69,6 +70,7 @@ ROLE_ACTIONS = {
         "token.manage",
         "alert.ack",
         "alert.configure",
+        "audit.read",
     },
     # An engineer proposes specs; only a vendor admin signs them for the vendor.
     Role.VENDOR_ENGINEER: {
@@ -89,6 +91,8 @@ ROLE_ACTIONS = {
         "token.manage",
         "alert.ack",
         "alert.configure",
+        # Their own organization's trail only: see visible_audit_events.
+        "audit.read",
     },
     Role.CUSTOMER_VIEWER: set(),
 }
@@ -216,6 +220,16 @@ def get_visible_or_404(model_or_queryset, viewer: Viewer, **lookup) -> Model:
         model_or_queryset if isinstance(model_or_queryset, type) else model_or_queryset.model
     ).DoesNotExist as missing:
         raise Http404("not found") from missing
+
+
+def visible_audit_events(viewer: Viewer) -> QuerySet:
+    """The audit trail this viewer may read: all of it for a vendor admin, a customer owner's
+    own organization's events, nothing for anyone else (and never through a token)."""
+    if viewer.user is None or viewer.token is not None or not viewer.can("audit.read"):
+        return AuditEvent.objects.none()
+    if viewer.is_vendor and Role.VENDOR_ADMIN in viewer.roles:
+        return AuditEvent.objects.all()
+    return AuditEvent.objects.filter(organization_id__in=viewer.organization_ids)
 
 
 def manageable_tokens(viewer: Viewer) -> QuerySet:

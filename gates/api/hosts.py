@@ -9,15 +9,9 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.api.idempotency import idempotent
-from gates.errors import NotAllowedError, NotFoundError, ServiceError
+from gates.errors import NotAllowedError, NotFoundError
 from gates.models import Host, Organization, Profile
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
-from runners.errors import RunnerError
-from runners.transport import check_connection, scan_host_key
-
-# Onboarding calls run inside the request: short timeouts keep a dead host from holding it.
-SCAN_TIMEOUT_S = 5.0
-CHECK_TIMEOUT_S = 5.0
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -127,15 +121,10 @@ class HostScanApi(APIView):
         ),
     )
     def post(self, request):
-        _require_host_rights(request)
+        viewer = _require_host_rights(request)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            key_line, fingerprint = scan_host_key(
-                data.validated_data["address"], data.validated_data["port"], timeout=SCAN_TIMEOUT_S
-            )
-        except RunnerError as error:
-            raise ServiceError(str(error), field="address", code="unreachable") from error
+        key_line, fingerprint = services.host_scan(viewer=viewer, **data.validated_data)
         return Response(
             {
                 "host_key": key_line,
@@ -162,32 +151,8 @@ class HostCheckApi(APIView):
     def post(self, request, pk: int):
         viewer = _require_host_rights(request)
         host = get_visible_or_404(Host.objects.select_related("profile"), viewer, pk=pk)
-        if host.transport != Host.Transport.SSH:
-            return Response(
-                {
-                    "ok": True,
-                    "checks": [
-                        {
-                            "name": "local",
-                            "ok": True,
-                            "message": "runs on the service's own machine",
-                        }
-                    ],
-                }
-            )
-        target = services.host_target(
-            host,
-            connect_timeout=CHECK_TIMEOUT_S,
-            banner_timeout=CHECK_TIMEOUT_S,
-            auth_timeout=CHECK_TIMEOUT_S,
-        )
-        report = check_connection(target, required_tools=host.profile.required_tools)
-        services.audit_record(
-            actor=services.Actor.from_request(request),
-            action="host.check",
-            target=host,
-            organization_id=host.organization_id,
-            detail={"ok": report.ok},
+        report = services.host_connection_check(
+            actor=services.Actor.from_request(request), viewer=viewer, host=host
         )
         return Response(
             {

@@ -70,11 +70,14 @@ class Host(models.Model):
             models.CheckConstraint(
                 condition=models.Q(transport="local") | ~models.Q(host_key=""),
                 name="ssh_host_has_pinned_key",
+                violation_error_message="an SSH host needs its pinned host key: scan it and "
+                "confirm the fingerprint with the host's owner (the hosts page does both)",
             ),
             models.CheckConstraint(
                 condition=models.Q(transport="local")
                 | ~models.Q(address="") & ~models.Q(username=""),
                 name="ssh_host_has_address_and_user",
+                violation_error_message="an SSH host needs an address and a user name",
             ),
         ]
 

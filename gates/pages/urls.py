@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import alerts, planner, soakview, views
+from gates.pages import alerts, audit, hosts, planner, soakview, tokens, views
 
 app_name = "gates"
 
@@ -24,4 +24,12 @@ urlpatterns = [
     path("alerts/<int:pk>/ack/", alerts.alert_ack_here, name="alert-ack-here"),
     path("settings/alerts/", alerts.alert_preferences, name="alert-preferences"),
     path("engagements/<int:pk>/alerts/", alerts.engagement_alerts, name="engagement-alerts"),
+    path("hosts/", hosts.host_list, name="host-list"),
+    path("hosts/add/", hosts.host_add, name="host-add"),
+    path("hosts/<int:pk>/", hosts.host_detail, name="host-detail"),
+    path("hosts/<int:pk>/check/", hosts.host_check, name="host-check"),
+    path("hosts/<int:pk>/key/", hosts.host_key, name="host-key"),
+    path("tokens/", tokens.token_list, name="token-list"),
+    path("tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("audit/", audit.audit_log, name="audit-log"),
 ]

@@ -48,10 +48,13 @@ from gates.services.hosts import (
     host_create,
     host_credential,
     host_key_fingerprint,
+    host_pin_key,
     host_rotate_credentials,
     host_set_credential,
     host_target,
+    host_update,
 )
+from gates.services.onboarding import host_connection_check, host_scan
 from gates.services.planning import engagement_kv_plan_save
 from gates.services.recording import (
     ClaimLostError,
@@ -128,14 +131,18 @@ __all__ = [
     "host_cleanup_pending",
     "host_cleanup_record",
     "host_cleanups_due",
+    "host_connection_check",
     "host_create",
     "host_credential",
     "host_key_fingerprint",
     "host_lease_acquire",
     "host_lease_release",
+    "host_pin_key",
     "host_rotate_credentials",
+    "host_scan",
     "host_set_credential",
     "host_target",
+    "host_update",
     "party_key_register",
     "run_assert_lease",
     "run_cancel",

@@ -118,6 +118,87 @@ def host_create(
     return host
 
 
+# What a person may change on a registered host. The pinned key, the lease and the fencing
+# token are not among them: a key is pinned by onboarding, the lease belongs to the runs.
+EDITABLE_FIELDS = ("name", "address", "port", "username", "profile", "key_file_path", "parameters")
+
+
+def host_update(
+    *, actor: Actor, viewer: Viewer, host: Host, private_key: str | None = None, **changes
+) -> Host:
+    """Change a host's parameters (and, when given, replace its private key), checked as at
+    registration, with the field named; nothing is written when any check fails."""
+    if not viewer.can("host.manage"):
+        raise NotAllowedError("only vendor staff may change hosts")
+    unknown = sorted(set(changes) - set(EDITABLE_FIELDS))
+    if unknown:
+        raise ServiceError(f"{unknown[0]} cannot be changed here", field=unknown[0])
+    for name, value in changes.items():
+        setattr(host, name, value)
+    _validate_host_fields(host.transport, host.address, host.port, host.username, host.host_key)
+    drops_stored_key = _validate_changed_credential(host, private_key)
+    run_values_check(host, {}, model_name="model")
+    # Only the changed columns: a run may take the lease meanwhile, and a save of the whole
+    # row would write back the lease and fencing token this instance read before.
+    columns = sorted(changes) + (["credential_ciphertext"] if drops_stored_key else [])
+    try:
+        with transaction.atomic():
+            host.save(update_fields=columns)
+            if private_key:
+                host_set_credential(host=host, private_key=private_key)
+            changed = sorted(changes) + (["private_key"] if private_key else [])
+            audit_record(
+                actor=actor,
+                action="host.update",
+                target=host,
+                organization_id=host.organization_id,
+                detail={"changed": changed},  # names only: a key never reaches the trail
+            )
+    except IntegrityError as error:
+        taken = Host.objects.filter(organization_id=host.organization_id, name=host.name)
+        if not taken.exclude(pk=host.pk).exists():
+            raise
+        raise DuplicateError(f"another host is named {host.name!r}", field="name") from error
+    return host
+
+
+def host_pin_key(*, actor: Actor, viewer: Viewer, host: Host, host_key: str) -> Host:
+    """Pin a newly scanned and confirmed key (a host re-installed): from now on only this key
+    is accepted. Audited with both fingerprints."""
+    if not viewer.can("host.manage"):
+        raise NotAllowedError("only vendor staff may pin host keys")
+    if host.transport != Host.Transport.SSH:
+        raise ServiceError("a local host has no host key", field="host_key")
+    fingerprint = host_key_fingerprint(host_key)
+    previous = host.host_key_fingerprint
+    with transaction.atomic():
+        host.host_key, host.host_key_fingerprint = host_key.strip(), fingerprint
+        host.save(update_fields=["host_key", "host_key_fingerprint"])
+        audit_record(
+            actor=actor,
+            action="host.key_pin",
+            target=host,
+            organization_id=host.organization_id,
+            detail={"previous": previous, "fingerprint": fingerprint},
+        )
+    return host
+
+
+def _validate_changed_credential(host: Host, private_key: str | None) -> bool:
+    """A new private key replaces the stored one (with no key file path beside it); a key
+    file path given instead of a stored key replaces it. True when the stored key is dropped."""
+    if host.transport == Host.Transport.LOCAL:
+        return False
+    if private_key or not host.has_stored_credential:
+        _validate_credential(host.transport, private_key, host.key_file_path)
+        return False
+    if host.key_file_path:
+        _validate_credential(host.transport, None, host.key_file_path)
+        host.credential_ciphertext = None
+        return True
+    return False
+
+
 def host_set_credential(*, host: Host, private_key: str) -> None:
     """Encrypt the private key bound to this organization and host (the AAD)."""
     aad = host_credential_aad(host.organization_id, host.pk)

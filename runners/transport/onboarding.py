@@ -16,12 +16,18 @@ from runners.transport.types import CheckResult, ConnectionReport, SshTarget
 PROBE_TIMEOUT = 30.0
 MIN_PYTHON = (3, 6)  # the host-side helpers are written for 3.6+
 _TOOL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,63}|(?:/[A-Za-z0-9._+-]+)+")
+_RUN_DIR = re.compile(r"(?:/[A-Za-z0-9._+-]+)+")
 # One literal word full of shell syntax: it comes back intact only if the login shell
 # parses shlex.quote output the POSIX way (fish or csh would not).
 QUOTING_PROBE = 'it\'s "$(id)" `id` ; | & $HOME \\ \u00e9'
 
 _PROBE_SCRIPT = r"""
-printf 'quoting=%s\n' "$1"; shift
+printf 'quoting=%s\n' "$1"; run_dir=$2; shift 2
+if [ -n "$run_dir" ]; then
+  if mkdir -p -- "$run_dir" 2> /dev/null && probe=$(mktemp "$run_dir/.tollgate-probe.XXXXXX"); then
+    rm -f -- "$probe"; echo "run_dir=ok"
+  else echo "run_dir=fail"; fi
+fi
 if command -v python3 > /dev/null 2>&1; then
   echo "python3=$(python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>&1)"
 else
@@ -43,20 +49,26 @@ _CHECK_OF_STEP = {
 }
 
 
-def check_connection(target: SshTarget, required_tools: Sequence[str] = ()) -> ConnectionReport:
-    """Reachable, host key, authentication, POSIX quoting, python3, then each tool.
+def check_connection(
+    target: SshTarget, required_tools: Sequence[str] = (), run_dir: str | None = None
+) -> ConnectionReport:
+    """Reachable, host key, authentication, POSIX quoting, python3, the run directory
+    writable (when one is given), then each tool.
 
     An expected failure is a failed check with a message, never an exception; only a bad
-    `required_tools` entry (a bug in the profile) raises SpecError.
+    `required_tools` entry or run directory (a bug in the profile or host) raises SpecError.
     """
     tools = _checked_tools(required_tools)
+    if run_dir is not None and not _RUN_DIR.fullmatch(run_dir):
+        raise SpecError("must be an absolute path of plain names", field="run_root")
     with ssh_transport.open_transport(target) as transport:
         try:
             transport.connect()
         except RunnerError as problem:
             return ConnectionReport(target.name, _connect_failure(problem))
         checks = [CheckResult(name, True, "ok") for name in _CONNECT_CHECKS]
-        command = ["/bin/sh", "-c", _PROBE_SCRIPT, "tollgate-probe", QUOTING_PROBE, *tools]
+        probe_args = [QUOTING_PROBE, run_dir or "", *tools]
+        command = ["/bin/sh", "-c", _PROBE_SCRIPT, "tollgate-probe", *probe_args]
         try:
             result = transport.run(command, timeout=PROBE_TIMEOUT)
         except RunnerError as problem:
@@ -107,6 +119,10 @@ def _probe_checks(stdout: str, tools: list[str]) -> list[CheckResult]:
         ),
         _python_check(facts.get("python3", "")),
     ]
+    if "run_dir" in facts:
+        writable = facts["run_dir"] == "ok"
+        message = "ok" if writable else "cannot create a file there: check its owner and mode"
+        checks.append(CheckResult("run directory writable", writable, message))
     found = {line[len("tool=ok ") :] for line in lines if line.startswith("tool=ok ")}
     for tool in tools:
         present = tool in found

@@ -96,3 +96,24 @@ def test_a_bad_tool_name_is_a_spec_error(sshd):
     with pytest.raises(SpecError) as caught:
         check_connection(sshd.target(), required_tools=["ls; id"])
     assert caught.value.field == "required_tools"
+
+
+def test_a_run_directory_is_created_and_checked_writable(sshd, tmp_path):
+    run_dir = tmp_path / "runs" / "tollgate"
+    report = check_connection(sshd.target(), run_dir=str(run_dir))
+    assert report.check("run directory writable").ok, report
+    assert run_dir.is_dir() and not list(run_dir.iterdir())  # the probe file is removed
+
+
+def test_a_run_directory_that_cannot_be_made_fails_its_own_check(sshd, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    report = check_connection(sshd.target(), run_dir=f"{blocker}/runs")
+    check = report.check("run directory writable")
+    assert check is not None and not check.ok and "cannot create" in check.message
+    assert report.check("python3").ok  # the other checks still ran
+
+
+def test_a_run_directory_with_shell_syntax_is_a_spec_error(sshd):
+    with pytest.raises(SpecError):
+        check_connection(sshd.target(), run_dir="/tmp/$(id)")
