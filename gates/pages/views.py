@@ -15,11 +15,12 @@ from gates import services
 from gates.errors import ServiceError
 from gates.health import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
-from gates.pages import dashboards
+from gates.pages import dashboards, runs
 from gates.pages.contract import gate_contract
+from gates.pages.overview import gate_label, gate_tone, next_action
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
-from gates.selectors import gate_clauses
+from gates.selectors import engagement_last_host_id, gate_clauses
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.plans import has_program
 
@@ -29,14 +30,16 @@ from runners.plans import has_program
 def engagement_list(request: HttpRequest) -> HttpResponse:
     viewer = viewer_for_request(request)
     engagements = visible(Engagement, viewer).select_related("organization")
-    return render(
-        request,
-        "gates/engagement_list.html",
+    # Two queries whatever the count (tests/gates/pages/test_page_queries.py).
+    rows = [
         {
-            "engagements": engagements.prefetch_related("gates"),
-            "viewer": viewer,
-        },
-    )
+            "engagement": engagement,
+            "gates": [(gate, gate_label(gate), gate_tone(gate)) for gate in engagement.gates.all()],
+            "next": next_action(engagement.state, engagement.gates.all()),
+        }
+        for engagement in engagements.prefetch_related("gates")
+    ]
+    return render(request, "gates/engagement_list.html", {"rows": rows, "viewer": viewer})
 
 
 @login_required
@@ -79,6 +82,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "decisions": gate.decisions.select_related("decided_by", "spec")[:20],
             "clauses": gate_clauses(gate),
             "hosts": hosts,
+            "default_host_id": engagement_last_host_id(gate.engagement),
             "runnable": has_program(gate.kind),
             "can_start": viewer.can("run.start")
             and has_program(gate.kind)
@@ -109,7 +113,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "gate": run.gate,
             "engagement": run.gate.engagement,
             "viewer": viewer,
-            "steps": run.steps.all(),
+            "steps": runs.run_steps(run),
+            "files": runs.run_files(run),
+            "log": runs.run_log_window(run),
             "decision": run.decisions.filter(kind=Decision.Kind.ENGINE).first(),
             "can_cancel": viewer.can("run.cancel") and not run.is_ended,
             "soak": soak,
@@ -212,6 +218,8 @@ def gate_review(request: HttpRequest, pk: int) -> HttpResponse:
             gate=gate,
             justification=request.POST.get("justification", ""),
         )
+        done = "stopped the engagement" if action is services.engagement_stop else "waived"
+        messages.success(request, f"{gate.kind} review recorded: {done}, audited and alerted.")
     except ServiceError as error:
         messages.error(request, error.detail)
     return redirect("gates:gate-detail", pk=gate.pk)
