@@ -17,6 +17,7 @@ from gates.health import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
 from gates.pages import dashboards, runs
 from gates.pages.contract import gate_contract
+from gates.pages.engagement import engagement_overview
 from gates.pages.overview import gate_label, gate_tone, next_action
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
@@ -52,11 +53,7 @@ def engagement_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "gates/engagement_detail.html",
-        {
-            "engagement": engagement,
-            "gates": engagement.gates.all(),
-            "viewer": viewer,
-        },
+        {"engagement": engagement, "viewer": viewer, **engagement_overview(engagement)},
     )
 
 
