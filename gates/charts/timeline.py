@@ -41,14 +41,12 @@ def timeline_figure(spans: Sequence[GateSpan], now: datetime) -> dict:
     colours = [OPEN_COLOR if s.open else verdict_style(s.verdict)[0] for s in spans]
     figure.add_trace(_bars("actual", kinds, actual, colours))
     figure.add_vline(x=now.timestamp() * 1000, line_dash="dot", line_color="#667085")
-    figure.update_layout(
-        barmode="group",
-        bargap=0.35,
-        title={"text": "Planned window and actual, per gate", "x": 0, "xanchor": "left"},
-    )
+    figure.update_layout(barmode="group", bargap=0.35)  # the page's heading is its title
     figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=kinds)
     figure.update_xaxes(type="date", nticks=6)
-    return finish_figure(figure, 150 + 42 * max(len(spans), 1))
+    finished = finish_figure(figure, 110 + 42 * max(len(spans), 1))
+    finished["layout"]["margin"]["t"] = 40  # room for the legend alone
+    return finished
 
 
 def _bars(name: str, kinds: list[str], windows: list, colours: list[str]) -> go.Bar:
