@@ -91,3 +91,14 @@ def test_lists_none_and_durations_read_plainly():
 )
 def test_each_clause_says_its_unit_and_comparison(row, unit, comparison):
     assert (clause_unit(row), clause_comparison(row)) == (unit, comparison)
+
+
+def test_a_measurement_panel_carries_its_numbers_as_a_table():
+    from gates.pages.dashboards import measurement_table
+
+    rows = [
+        {"repetition": 1, "tier": 8, "arm": "offload", "metrics": {"ttft_ms": {"median": 7530.0}}}
+    ]
+    table = measurement_table(rows, ["ttft_p50"])
+    assert table.headers == ["Repetition", "Tier", "Arm", "TTFT p50, ms"]
+    assert table.rows == [[1, 8, "offload", 7530.0]]
