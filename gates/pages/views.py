@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from gates import services
@@ -31,16 +32,31 @@ from runners.plans import has_program
 def engagement_list(request: HttpRequest) -> HttpResponse:
     viewer = viewer_for_request(request)
     engagements = visible(Engagement, viewer).select_related("organization")
-    # Two queries whatever the count (tests/gates/pages/test_page_queries.py).
+    # Two queries whatever the count (tests/gates/pages/test_page_queries.py); links made
+    # from one reversed pattern each, as 2,500 {% url %} tags were half the page's time.
+    gate_href, engagement_href = _href("gates:gate-detail"), _href("gates:engagement-detail")
     rows = [
         {
             "engagement": engagement,
-            "gates": [(gate, gate_label(gate), gate_tone(gate)) for gate in engagement.gates.all()],
+            "href": engagement_href(engagement.pk),
+            "gates": [
+                (gate, gate_label(gate), gate_tone(gate), gate_href(gate.pk))
+                for gate in engagement.gates.all()
+            ],
             "next": next_action(engagement.state, engagement.gates.all()),
         }
         for engagement in engagements.prefetch_related("gates")
     ]
     return render(request, "gates/engagement_list.html", {"rows": rows, "viewer": viewer})
+
+
+_PK_SENTINEL = 987654321
+
+
+def _href(name: str):
+    """pk -> the URL of route `name` (one `pk` argument), reversed once."""
+    pattern = reverse(name, args=[_PK_SENTINEL])
+    return lambda pk: pattern.replace(str(_PK_SENTINEL), str(pk))
 
 
 @login_required
