@@ -3,6 +3,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_WORKERS ?= 2
+# Where `make demo` serves: `make demo DEMO_ADDRESS=0.0.0.0:8080` (host:port).
+DEMO_ADDRESS ?= 127.0.0.1:8000
 
 .PHONY: demo test test-vllm lint format bench services system-packages clean
 
@@ -22,7 +24,7 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PY) -m config.devenv .env
 
 demo: $(VENV)/.installed-base .env
-	$(PY) manage.py demo
+	$(PY) manage.py demo --address $(DEMO_ADDRESS)
 
 system-packages:
 	bin/ensure-system-packages

@@ -8,6 +8,7 @@ from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from gates.decisions.operating import operating_characteristic
+from gates.decisions.units import clause_comparison, clause_unit
 from gates.models import Decision, Engagement, Gate, GateSpec, Run, SpecSignature, Verdict
 from gates.specdiff import FieldChange, spec_changes
 
@@ -120,9 +121,14 @@ def _clause_row(clause: dict) -> dict:
         "compare": clause.get("compare"),
         "change": clause.get("change"),
         "threshold": threshold if isinstance(threshold, (int, float)) else None,
+        "unit": clause_unit(clause),
+        "comparison": clause_comparison(clause),
         **numbers,
         "verdict": clause.get("verdict"),
         "cause": clause.get("cause"),
+        # Checks (G1, G2, G4) state what they wanted and saw; the pages show both.
+        "expected": clause.get("expected", clause.get("limit")),
+        "observed": clause.get("observed"),
     }
 
 
@@ -234,3 +240,9 @@ def gate_counted_decisions(gate: Gate):
     if reset is not None:
         counted = counted.filter(created_at__gt=reset.effective_at)
     return counted
+
+
+def engagement_last_host_id(engagement: Engagement) -> int | None:
+    """The host this engagement's latest driven run used: what the run form offers first."""
+    runs = Run.objects.filter(gate__engagement=engagement, host__isnull=False)
+    return runs.order_by("-created_at", "-id").values_list("host_id", flat=True).first()

@@ -93,6 +93,23 @@ class ClauseSerializer(serializers.Serializer):
     compare = serializers.CharField(allow_null=True, required=False)
     change = serializers.CharField(allow_null=True, required=False)
     threshold = serializers.FloatField(allow_null=True)
+    unit = serializers.CharField(
+        allow_null=True, help_text='What threshold and estimate are in: "%", "x", "GiB", ...'
+    )
+    comparison = serializers.ChoiceField(
+        choices=[
+            "reduction",
+            "gain",
+            "ratio",
+            "equals",
+            "at_least",
+            "at_most",
+            "matches",
+            "present",
+        ],
+        allow_null=True,
+        help_text="reduction / gain: at least threshold % better; ratio: at least threshold x.",
+    )
     estimate = serializers.FloatField(allow_null=True)
     low = serializers.FloatField(allow_null=True)
     high = serializers.FloatField(allow_null=True)

@@ -10,11 +10,11 @@ from rest_framework.views import APIView
 from gates import services
 from gates.api.idempotency import idempotent
 from gates.errors import NotFoundError
+from gates.logtail import CHUNK_CHARS, TAIL_CHARS, log_after, log_tail
 from gates.models import Gate, Host, Measurement, Run, Soak, SoakSample
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 SAMPLES_PAGE = 500
-LOG_TAIL_CHARS = 4096
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -54,12 +54,32 @@ class SoakSerializer(serializers.ModelSerializer):
         return {"provisional": True, **{key: soak.provisional.get(key) for key in keep}}
 
 
+class LogWindowSerializer(serializers.Serializer):
+    """A window onto the run's log; offsets count characters ever written (gates/logtail.py)."""
+
+    text = serializers.CharField(help_text="Whole lines, oldest first.")
+    offset = serializers.IntegerField(help_text="Where `text` starts.")
+    next = serializers.IntegerField(help_text="Ask `?after=next` for what follows.")
+    skipped = serializers.BooleanField(help_text="Earlier text exists that is not included.")
+
+
 class RunSerializer(serializers.ModelSerializer):
+    """A run; `log_tail` is its newest log lines, or what follows `?after=` when the caller
+    gives one (the context's `log_after`)."""
+
     gate = serializers.IntegerField(source="gate_id")
     host = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     spec_version = serializers.IntegerField(source="spec.version")
     progress = ProgressSerializer(source="*")
     soak = serializers.SerializerMethodField()
+    log_tail = serializers.SerializerMethodField()
+
+    @extend_schema_field(LogWindowSerializer)
+    def get_log_tail(self, run: Run) -> dict:
+        after = self.context.get("log_after")
+        if after is None:
+            return log_tail(run.log, run.log_written).as_dict()
+        return log_after(run.log, run.log_written, after).as_dict()
 
     @extend_schema_field(SoakSerializer(allow_null=True))
     def get_soak(self, run: Run) -> dict | None:
@@ -86,6 +106,7 @@ class RunSerializer(serializers.ModelSerializer):
             "heartbeat_at",
             "cancel_requested_at",
             "soak",
+            "log_tail",
         ]
 
 
@@ -172,12 +193,36 @@ class GateRunsApi(APIView):
 
 
 class RunDetailApi(APIView):
-    @extend_schema(responses=RunSerializer)
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "after",
+                {"type": "integer", "minimum": 0},
+                description=(
+                    f"`log_tail` holds what the log gained after this offset (at most "
+                    f"{CHUNK_CHARS} characters, whole lines) instead of the newest "
+                    f"{TAIL_CHARS}: poll with the `next` of the previous answer."
+                ),
+            )
+        ],
+        responses=RunSerializer,
+    )
     def get(self, request, pk: int):
         run = get_visible_or_404(
             Run.objects.select_related("spec", "host"), viewer_for_request(request), pk=pk
         )
-        return Response(RunSerializer(run).data)
+        after = _log_offset(request.query_params.get("after"))
+        return Response(RunSerializer(run, context={"log_after": after}).data)
+
+
+def _log_offset(text: str | None) -> int | None:
+    """The `?after=` offset, or None without one; a bad one is a 400 naming `after`."""
+    if text is None:
+        return None
+    try:
+        return serializers.IntegerField(min_value=0).run_validation(text)
+    except serializers.ValidationError as error:
+        raise serializers.ValidationError({"after": error.detail}) from error
 
 
 class RunCancelApi(APIView):

@@ -40,7 +40,8 @@ ARM_ORDER = ("baseline", "offload", "recompute", "aa_a", "aa_b")
 CHANGE_UNITS = {"reduction": "%", "gain": "%", "ratio": "x"}
 DEFAULT_METRICS = ("ttft_p50", "output_throughput")
 MAX_PLOTTED_METRICS = 4
-ROW_PX, PANEL_PX = 34, 70
+ROW_PX, PANEL_PX = 34, 86  # a panel's room for its title: two lines when wrapped
+TITLE_CHARS = 44
 
 
 # --- G3: the forest plot ------------------------------------------------------------------
@@ -63,6 +64,11 @@ def forest_figure(result: Mapping[str, Any] | None) -> dict[str, Any]:
         vertical_spacing=min(PANEL_PX / (height - FRAME_PX), 0.9 / max(len(groups) - 1, 1)),
         subplot_titles=[_clause_title(cells[0], with_bar=True) for cells in groups],
     )
+    # Panel titles state the bar: left-aligned and wrapped, so a narrow screen never cuts off
+    # the end of one ("... at least 25 %"), as centred single lines were.
+    figure.update_annotations(xref="paper", x=0, xanchor="left", align="left")
+    for annotation in figure.layout.annotations:
+        annotation.text = _wrapped_title(annotation.text)
     shown: set[str] = set()
     for row, cells in enumerate(groups, start=1):
         _add_clause_panel(figure, row, cells, shown)
@@ -190,6 +196,14 @@ def _cell_numbers(cell: Mapping[str, Any]) -> list[float | None]:
     return [finite_float(cell.get(key)) for key in ("estimate", "low", "high", "threshold")]
 
 
+def _wrapped_title(title: str) -> str:
+    """A long title on two lines, broken where the bar is stated."""
+    if len(title) <= TITLE_CHARS or ": " not in title:
+        return title
+    what, _, bar = title.rpartition(": ")
+    return f"{what}:<br>{bar}"
+
+
 def _clause_title(cell: Mapping[str, Any], *, with_bar: bool) -> str:
     change = text_of(cell.get("change")) or "change"
     compare = text_of(cell.get("compare"))
@@ -253,14 +267,22 @@ def measurements_figure(
                 for p in points
                 if p["tier"] == tier
             ]
-            ticks = log_ticks([v for v in values if v is not None and v > 0])
+            positive = [v for v in values if v is not None and v > 0]
+            ticks = log_ticks(positive)
             if ticks:
+                # The range is set with the ticks: left to autorange, a narrow spread of values
+                # (c=2 throughput within 10 %) fell between round ticks and showed no label.
                 labels = [_short(t) for t in ticks]
-                figure.update_yaxes(tickvals=ticks, ticktext=labels, row=row, col=col)
+                figure.update_yaxes(
+                    tickvals=ticks, ticktext=labels, range=log_range(positive), row=row, col=col
+                )
         figure.update_yaxes(title_text=f"{metric_axis_title(metric)} (log)", row=row, col=1)
     # Log scale: recompute can be 10x the other arms, and the engine compares ratios anyway.
     figure.update_yaxes(type="log")
-    figure.update_xaxes(title_text="repetition", dtick=1, row=len(names))
+    # Whole repetitions, half a step of room either side: one repetition gets one tick.
+    last = max(point["repetition"] for point in points)
+    figure.update_xaxes(dtick=1, range=[min(p["repetition"] for p in points) - 0.5, last + 0.5])
+    figure.update_xaxes(title_text="repetition", row=len(names))
     return finish_figure(figure, FRAME_PX + 240 * len(names))
 
 
@@ -317,6 +339,11 @@ def log_ticks(values: Sequence[float]) -> list[float]:
     ticks = [float(f"{step}e{power}") for power in range(low, high + 1) for step in steps]
     inside = [t for t in ticks if bottom <= t <= top]
     return inside or [ticks[0]]
+
+
+def log_range(values: Sequence[float]) -> list[float]:
+    """The log axis range (in log10 units) that holds every tick `log_ticks` gives."""
+    return [math.log10(min(values) / 1.5), math.log10(max(values) * 1.5)]
 
 
 def _short(value: float) -> str:

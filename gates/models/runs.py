@@ -52,6 +52,9 @@ class Run(models.Model):
     # The host lease's fencing token this run holds; stale holders fail the check on write.
     lease_token = models.BigIntegerField(null=True, blank=True)
     log = models.TextField(blank=True)
+    # Characters ever appended to `log`; `log` keeps only the newest of them, so a reader's
+    # offset stays meaningful after the front is cut (gates/logtail.py).
+    log_written = models.PositiveBigIntegerField(default=0)
     requested_by = user_reference()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -105,6 +108,9 @@ class RunStep(models.Model):
         PENDING = "pending"
         STARTED = "started"
         DONE = "done"
+        # The run ended (canceled, or failed elsewhere) while this step was under way.
+        CANCELED = "canceled"
+        FAILED = "failed"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
     position = models.PositiveIntegerField()

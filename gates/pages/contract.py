@@ -12,7 +12,7 @@ from gates.selectors import (
     gate_spec_proposed,
     spec_changes_from_force,
 )
-from gates.specdiff import FieldChange
+from gates.specdiff import FieldChange, show, spec_changes
 from gates.tenancy import Viewer
 
 
@@ -29,6 +29,10 @@ class GateContract:
     counted_failures: int = 0
     pending_reset: object = None
     can_sign_reset: bool = False
+    # The latest version field by field, and how it differs from the version before it.
+    readable: list[tuple[str, str]] = field(default_factory=list)
+    previous: GateSpec | None = None
+    previous_changes: list[FieldChange] = field(default_factory=list)
 
 
 def gate_contract(gate: Gate, spec: GateSpec, viewer: Viewer) -> GateContract:
@@ -38,6 +42,7 @@ def gate_contract(gate: Gate, spec: GateSpec, viewer: Viewer) -> GateContract:
     pending = gate.resets.filter(effective_at__isnull=True).first()
     reset_signed = pending is not None and getattr(pending, f"{party}_signed_at", None)
     proposed = gate_spec_proposed(gate)
+    previous = gate.specs.filter(version__lt=spec.version).order_by("-version").first()
     return GateContract(
         latest=spec,
         in_force=gate_spec_in_force(gate),
@@ -49,4 +54,24 @@ def gate_contract(gate: Gate, spec: GateSpec, viewer: Viewer) -> GateContract:
         counted_failures=failures,
         pending_reset=pending,
         can_sign_reset=bool(party) and (failures > 0 or pending is not None) and not reset_signed,
+        readable=spec_fields(spec.document),
+        previous=previous,
+        previous_changes=spec_changes(previous.document, spec.document) if previous else [],
     )
+
+
+def spec_fields(document: dict) -> list[tuple[str, str]]:
+    """Every leaf of the spec as (dotted path, value as text), named as specdiff names changes:
+    `expect.gpu_count`, `clauses[0].at_least_pct`."""
+    return list(_leaves("", document))
+
+
+def _leaves(path: str, value):
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            yield from _leaves(f"{path}.{key}" if path else str(key), item)
+    elif isinstance(value, list) and any(isinstance(item, dict) for item in value):
+        for index, item in enumerate(value):
+            yield from _leaves(f"{path}[{index}]", item)
+    else:
+        yield path or "(document)", show(value)

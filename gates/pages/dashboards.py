@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gates.charts import g2, g3
+from gates.charts.style import metric_axis_title
+from gates.decisions.numbers import metric_value
 from gates.models import Decision, Gate, Run
 from gates.specs import METRICS
 
@@ -33,6 +35,14 @@ HIT_CAPTION = (
 
 
 @dataclass(frozen=True)
+class NumbersTable:
+    """A figure's numbers as a table beside it, for screen readers and exact reading."""
+
+    headers: list[str]
+    rows: list[list[Any]]
+
+
+@dataclass(frozen=True)
 class Panel:
     """One figure on a page: `key` is the id of its json_script element."""
 
@@ -40,6 +50,7 @@ class Panel:
     title: str
     caption: str
     figure: dict[str, Any]
+    table: NumbersTable | None = None
 
 
 @dataclass(frozen=True)
@@ -71,8 +82,28 @@ def run_panels(run: Run) -> list[Panel]:
     rows = measurement_rows(run)
     if not rows:
         return []
-    figure = g3.measurements_figure(rows, chart_metrics(run.spec.document))
-    return [Panel("figure-run-measurements", "Measurements so far", MEASUREMENTS_CAPTION, figure)]
+    metrics = chart_metrics(run.spec.document)
+    figure = g3.measurements_figure(rows, metrics)
+    table = measurement_table(rows, metrics)
+    title = "Measurements so far"
+    return [Panel("figure-run-measurements", title, MEASUREMENTS_CAPTION, figure, table)]
+
+
+def measurement_table(rows: list[dict[str, Any]], metrics: list[str]) -> NumbersTable:
+    """One line per arm, tier and repetition, with the plotted metrics."""
+    headers = ["Repetition", "Tier", "Arm"] + [metric_axis_title(name) for name in metrics]
+    lines = [
+        [row["repetition"], row["tier"], row["arm"]]
+        + [metric_value(row["metrics"], name) for name in metrics]
+        for row in rows
+    ]
+    return NumbersTable(headers, lines)
+
+
+def _numbers_of(row: Mapping[str, Any]) -> NumbersTable:
+    """The numeric fields of a check row (a G2 panel's numbers)."""
+    pairs = [(k, v) for k, v in row.items() if isinstance(v, (int, float)) and k != "ok"]
+    return NumbersTable(["Quantity", "Value"], [[k.replace("_", " "), v] for k, v in pairs])
 
 
 def measurement_rows(run: Run) -> list[dict[str, Any]]:
@@ -102,9 +133,11 @@ def _g3_dashboard(decision: Decision) -> GateDashboard:
     rows = measurement_rows(run) if run is not None else []
     if not rows:
         return GateDashboard(verdict=[forest])
-    figure = g3.measurements_figure(rows, chart_metrics(decision.spec.document))
+    metrics = chart_metrics(decision.spec.document)
+    figure = g3.measurements_figure(rows, metrics)
     title = f"Measurements of run #{run.attempt}"
-    measured = Panel("figure-measurements", title, MEASUREMENTS_CAPTION, figure)
+    table = measurement_table(rows, metrics)
+    measured = Panel("figure-measurements", title, MEASUREMENTS_CAPTION, figure, table)
     return GateDashboard(verdict=[forest], evidence=[measured])
 
 
@@ -113,10 +146,12 @@ def _g2_panels(result: Mapping[str, Any]) -> list[Panel]:
     panels = []
     if "noise_floor" in rows:
         figure = g2.noise_floor_figure(rows["noise_floor"])
-        panels.append(Panel("figure-noise-floor", "A/A noise floor", NOISE_CAPTION, figure))
+        table = _numbers_of(rows["noise_floor"])
+        panels.append(Panel("figure-noise-floor", "A/A noise floor", NOISE_CAPTION, figure, table))
     if "offload_hit" in rows:
         figure = g2.hit_rate_figure(rows["offload_hit"])
-        panels.append(Panel("figure-hit-rate", "Offload tier hit rate", HIT_CAPTION, figure))
+        table = _numbers_of(rows["offload_hit"])
+        panels.append(Panel("figure-hit-rate", "Offload tier hit rate", HIT_CAPTION, figure, table))
     return panels
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import alerts, audit, hosts, planner, soakview, tokens, views
+from gates.pages import alerts, audit, hosts, planner, runs, soakview, tokens, views
 
 app_name = "gates"
 
@@ -16,6 +16,8 @@ urlpatterns = [
     path("gates/<int:pk>/spec/reset/", views.gate_reset, name="gate-reset"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/log/", runs.run_log_download, name="run-log"),
+    path("runs/<int:pk>/files/", runs.run_file_download, name="run-file"),
     path("runs/<int:pk>/soak/", views.soak_control, name="soak-control"),
     path("runs/<int:pk>/soak/series/", soakview.soak_series, name="soak-series"),
     path("planner/", planner.planner_page, name="planner"),

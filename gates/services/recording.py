@@ -175,9 +175,16 @@ class RunSession:
         run.heartbeat_at = timezone.now()
         run.driver_until = _claim_until()
         if log:
-            run.log = (run.log + log)[-LOG_LIMIT_CHARS:]
+            _append_log(run, log)
         run.save(
-            update_fields=["progress_total", "progress_done", "heartbeat_at", "driver_until", "log"]
+            update_fields=[
+                "progress_total",
+                "progress_done",
+                "heartbeat_at",
+                "driver_until",
+                "log",
+                "log_written",
+            ]
         )
 
     def _check_writer(self) -> Run:
@@ -228,8 +235,8 @@ class RunSession:
     def _log(self, line: str) -> None:
         with transaction.atomic():
             run = Run.objects.select_for_update().get(pk=self.run.pk)
-            run.log = (run.log + line)[-LOG_LIMIT_CHARS:]
-            run.save(update_fields=["log"])
+            _append_log(run, line)
+            run.save(update_fields=["log", "log_written"])
 
     # --- cancel and cleanup -------------------------------------------------------------
     def cancel_requested(self) -> bool:
@@ -269,3 +276,9 @@ def run_remote_dirs(run: Run) -> list[str]:
         paths = SoakPaths(soak.run_dir)
         dirs += [paths.agent_dir(g) for g in range(1, soak.generation + 1)]
     return list(dict.fromkeys(dirs))
+
+
+def _append_log(run: Run, text: str) -> None:
+    """Append to the run's bounded log, counting every character ever written."""
+    run.log = (run.log + text)[-LOG_LIMIT_CHARS:]
+    run.log_written += len(text)

@@ -23,7 +23,7 @@ from gates.errors import (
     NotAllowedError,
     ServiceError,
 )
-from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
+from gates.models import Decision, Engagement, Gate, Host, Run, RunStep, Verdict
 from gates.selectors import gate_counted_decisions
 from gates.services import pokes
 from gates.services.alert_events import alert_gate_failed, alert_gate_verdict, alert_run_error
@@ -351,6 +351,10 @@ def _end(run: Run, state: str, outcome: str, reason: str) -> None:
     run.reason = reason[:5000]
     run.finished_at = timezone.now()
     run.save(update_fields=["state", "outcome", "reason", "finished_at"])
+    if outcome != Run.Outcome.COMPLETED:
+        # The step under way ends with the run: a canceled run must not show it "started".
+        cut = RunStep.State.CANCELED if state == Run.State.CANCELED else RunStep.State.FAILED
+        run.steps.filter(state=RunStep.State.STARTED).update(state=cut, finished_at=run.finished_at)
 
 
 def _gate_after_run_without_verdict(gate: Gate) -> None:

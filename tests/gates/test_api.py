@@ -237,3 +237,31 @@ def test_a_run_is_accepted_and_kept_when_the_broker_is_down(
     assert run.state == "queued" and run.last_dispatched_at is None
     # The beat's re-dispatch picks it up: it was never poked.
     assert run.pk in services.runs_to_redispatch(older_than_s=60)
+
+
+def _logged_run(engagement, log: str, written: int) -> Run:
+    gate = engagement.gates.get(kind="G1")
+    return Run.objects.create(
+        gate=gate, spec=gate.current_spec, attempt=1, log=log, log_written=written
+    )
+
+
+def test_a_run_carries_its_newest_log_lines_and_polls_on_from_an_offset(vendor_api, engagement):
+    run = _logged_run(engagement, "probe gpu: ok\nprobe disk: ok\n", 29)
+    url = reverse("api:run-detail", args=[run.pk])
+    tail = vendor_api.get(url).json()["log_tail"]
+    assert tail == {
+        "text": "probe gpu: ok\nprobe disk: ok\n",
+        "offset": 0,
+        "next": 29,
+        "skipped": False,
+    }
+    Run.objects.filter(pk=run.pk).update(log=run.log + "bench c=8: done\n", log_written=45)
+    after = vendor_api.get(f"{url}?after={tail['next']}").json()["log_tail"]
+    assert after == {"text": "bench c=8: done\n", "offset": 29, "next": 45, "skipped": False}
+
+
+def test_a_bad_log_offset_is_a_400_naming_after(vendor_api, engagement):
+    run = _logged_run(engagement, "", 0)
+    response = vendor_api.get(reverse("api:run-detail", args=[run.pk]) + "?after=-3")
+    assert response.status_code == 400 and response.json()["field"] == "after"

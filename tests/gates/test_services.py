@@ -381,3 +381,19 @@ class TestAppendOnly:
         ):
             cursor.execute("UPDATE gates_auditevent SET action = 'forged'")
         assert not AuditEvent.objects.filter(action="forged").exists()
+
+
+def test_a_canceled_run_leaves_no_step_started(actor, vendor_viewer, engagement, host):
+    from gates.models import RunStep
+
+    run = services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=engagement.gates.get(kind="G1"), host=host
+    )
+    services.run_claim(run_id=run.pk)
+    RunStep.objects.create(run=run, position=0, name="probe gpu", state="done")
+    RunStep.objects.create(run=run, position=1, name="probe disk", state="started")
+    RunStep.objects.create(run=run, position=2, name="probe vllm")
+    services.run_mark_canceled(run_id=run.pk)
+    states = dict(run.steps.values_list("name", "state"))
+    assert states == {"probe gpu": "done", "probe disk": "canceled", "probe vllm": "pending"}
+    assert run.steps.get(name="probe disk").finished_at is not None

@@ -116,6 +116,8 @@ RULES: dict[str, Rule] = {
     "gates:gate-reset": page("gate", "POST", body={"reason": "the bar was wrong"}),
     "gates:run-detail": page("run", "GET"),
     "gates:run-cancel": page("run", "POST"),
+    "gates:run-log": page("run", "GET"),
+    "gates:run-file": page("run", "GET"),
     "gates:soak-control": page("run", "POST", body={"action": "extend", "hours": "1"}),
     "gates:soak-series": page("run", "GET"),
     "gates:planner": page(None, "GET", "POST"),

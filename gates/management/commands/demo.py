@@ -37,7 +37,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--once", action="store_true", help="run headless and exit")
-        parser.add_argument("--address", default=WEB_ADDRESS, help="where the web server binds")
+        parser.add_argument(
+            "--address",
+            default=WEB_ADDRESS,
+            help="host:port the web server binds (make demo DEMO_ADDRESS=0.0.0.0:8080)",
+        )
 
     def handle(self, *args, once: bool, address: str, **options) -> None:
         call_command("migrate", verbosity=0, interactive=False)
@@ -51,6 +55,7 @@ class Command(BaseCommand):
             if not once:
                 _wait_until_serving(f"http://{address}/login/", processes)
                 self.stdout.write(self.style.SUCCESS(f"Serving http://{address}/"))
+                self._print_logins(logins)  # again: the startup output buried the first copy
             self.stdout.write(
                 "Walking the demo engagements through G1-G3 on simhost "
                 "(an emulated GPU host; timings are scaled, not real):"
@@ -62,6 +67,7 @@ class Command(BaseCommand):
                     raise CommandError("the demo flow broke; see the summary above")
                 return
             self.stdout.write(self.style.SUCCESS(f"Still serving http://{address}/ (Ctrl-C stops)"))
+            self._print_logins(logins)
             _supervise(processes)
         except KeyboardInterrupt:
             self.stdout.write("Stopping...")

@@ -104,7 +104,9 @@ def estimate_traces(figure: dict) -> list[dict]:
 
 
 def titles(figure: dict) -> list[str]:
-    return [note["text"] for note in figure["layout"].get("annotations", [])]
+    """Panel titles as read: a long one is broken onto two lines where its bar is stated."""
+    notes = figure["layout"].get("annotations", [])
+    return [note["text"].replace(":<br>", ": ") for note in notes]
 
 
 # --- the forest plot -----------------------------------------------------------------------
@@ -385,3 +387,22 @@ def test_the_chart_modules_import_no_framework(module):
         for alias in node.names
     }
     assert not {name for name in imported if name and name.startswith(("django", "gates.models"))}
+
+
+def test_forest_titles_are_left_aligned_and_break_before_the_bar():
+    notes = charts.forest_figure(g3_result())["layout"]["annotations"]
+    assert all(note["xanchor"] == "left" and note["x"] == 0 for note in notes)
+    assert notes[0]["text"] == "TTFT p50 reduction, offload vs baseline:<br>at least 25 %"
+
+
+def test_a_narrow_log_panel_gets_a_range_that_holds_its_tick_labels():
+    rows = [
+        {"arm": arm, "tier": 2, "repetition": 1, "metrics": {"output_throughput": value}}
+        for arm, value in (("baseline", 82.0), ("offload", 90.0))
+    ]
+    layout = charts.measurements_figure(rows, ["output_throughput"])["layout"]
+    low, high = layout["yaxis"]["range"]
+    inside = [t for t in layout["yaxis"]["tickvals"] if low <= math.log10(t) <= high]
+    assert len(inside) >= 2
+    # One repetition: one tick, with room around it.
+    assert layout["xaxis"]["range"] == [0.5, 1.5] and layout["xaxis"]["dtick"] == 1

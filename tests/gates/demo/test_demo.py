@@ -118,6 +118,9 @@ def test_demo_serves_the_login_page_with_web_worker_and_beat(tmp_path):
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
+    # The logins come again after "Serving", below the startup output that buried them.
+    after_serving = process.stdout.read().decode().split(f"Serving http://127.0.0.1:{port}/")[1]
+    assert "Demo logins" in after_serving and "vendor    password" in after_serving
 
 
 def poll_page(url: str, deadline_s: float, process: subprocess.Popen) -> str:

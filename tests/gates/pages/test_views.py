@@ -110,3 +110,21 @@ def test_healthz_reports_the_database_and_the_worker_canary(client):
     assert response.status_code == 200 and response.json()["status"] == "degraded"
     assert checks["database"]["ok"] and checks["broker"]["ok"] and checks["cache"]["ok"]
     assert not checks["worker"]["ok"] and checks["worker"]["details"] == {"canary_age_s": None}
+
+
+def test_the_gate_page_shows_the_spec_field_by_field_and_what_the_new_version_changed(
+    client, actor, vendor_admin, engagement
+):
+    from gates import specs as gate_specs
+
+    gate = engagement.gates.get(kind="G1")
+    document = gate_specs.default_spec("G1")
+    document["expect"]["gpu_count"] = 4
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert "What v2 changed from v1" in page
+    changes = page.split('id="spec-changes"')[1].split("</table>")[0]
+    assert "<code>expect.gpu_count</code></td><td>8</td><td>4</td>" in changes
+    fields = page.split('id="spec-fields"')[1].split("</table>")[0]
+    assert "<code>expect.gpu_count</code></td><td>4</td>" in fields

@@ -1,0 +1,50 @@
+"""The unit and the kind of comparison of a decided clause or check, so a reader (or a CI
+report) never mistakes a % reduction for an x ratio. Pure: plain dicts in, strings out.
+
+`comparison` is one of: reduction, gain (at least N % better), ratio (at least N x), equals,
+at_least, at_most, matches, present; None where the row does not say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_G3_UNITS = {"reduction": "%", "gain": "%", "ratio": "x"}
+# G1 checks: what they compare and in which unit (gates/decisions/g1.py names them).
+_CHECKS: dict[str, tuple[str, str | None]] = {
+    "gpu_vendor": ("matches", None),
+    "gpu_model": ("matches", None),
+    "kernel": ("matches", None),
+    "gpu_count": ("equals", "GPUs"),
+    "offload_tier": ("present", None),
+    "crashes": ("at_most", "crashes"),
+    "offload_hit": ("at_least", "hit rate"),
+    "offload_hits": ("at_least", "hit rate"),
+}
+_SUFFIXES = (("_gib", "GiB"), ("_mib", "MiB"), ("_pct", "%"), ("_ms", "ms"), ("_s", "s"))
+
+
+def clause_unit(row: Mapping[str, Any]) -> str | None:
+    """ "%" or "x" for a G3 cell; the unit a check's numbers are in, when it has one."""
+    if row.get("change") in _G3_UNITS:
+        return _G3_UNITS[row["change"]]
+    name = str(row.get("check") or row.get("metric") or "")
+    if name in _CHECKS:
+        return _CHECKS[name][1]
+    if name.endswith("_min") and name != "gpu_memory_min":
+        return "version"
+    return next((unit for suffix, unit in _SUFFIXES if name.endswith(suffix)), None)
+
+
+def clause_comparison(row: Mapping[str, Any]) -> str | None:
+    if row.get("change") in _G3_UNITS:
+        return row["change"]
+    name = str(row.get("check") or row.get("metric") or "")
+    if name in _CHECKS:
+        return _CHECKS[name][0]
+    if "_min" in name:
+        return "at_least"
+    if name.startswith("max_") or "_max" in name:
+        return "at_most"
+    return None

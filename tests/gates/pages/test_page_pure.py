@@ -1,0 +1,104 @@
+"""What the pages say in words and numbers: gate labels and next actions, number formats,
+clause units and comparisons (pure, no database)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from gates.decisions.units import clause_comparison, clause_unit
+from gates.pages.formatting import duration, number, shown
+from gates.pages.overview import gate_label, gate_tone, next_action
+
+
+@dataclass
+class G:
+    kind: str
+    state: str = "locked"
+    verdict: str = "pending"
+    stop_loss_review: bool = False
+
+
+@pytest.mark.parametrize(
+    "gate, label, tone",
+    [
+        (G("G1", "decided", "pass"), "pass", "verdict-pass"),
+        (G("G3", "ready", "fail"), "fail", "verdict-fail"),
+        (G("G2", "ready"), "ready", "state-ready"),
+        (G("G4"), "locked", "state-locked"),
+        (G("G2", "running", "fail"), "running", "state-running"),
+        (G("G2", "waived", "fail"), "waived", "state-waived"),
+        (G("G1", "decided", "infra_error"), "infra error", "verdict-infra_error"),
+    ],
+)
+def test_a_gate_is_labelled_and_coloured_by_its_verdict_or_state(gate, label, tone):
+    assert (gate_label(gate), gate_tone(gate)) == (label, tone)
+
+
+def test_the_next_action_is_the_first_gate_not_cleared():
+    passed = G("G1", "decided", "pass")
+    assert next_action("active", [passed, G("G2", "ready"), G("G3")]) == "Start a G2 run"
+    failed = G("G2", "ready", "fail")
+    assert next_action("active", [passed, failed]) == "Re-run G2 (last verdict fail)"
+    review = G("G3", "decided", "fail", stop_loss_review=True)
+    assert next_action("active", [passed, review]).startswith("Stop-loss review of G3")
+    assert next_action("active", [passed, G("G2", "running")]) == "G2 is running"
+    assert next_action("stopped", [passed]) == "Stopped at stop-loss"
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (8, "8"),
+        (8.0, "8"),
+        (0.12345, "0.123"),
+        (26.456, "26.5"),
+        (1234.6, "1235"),
+        (None, "—"),
+        (-3.5, "-3.5"),
+        (12000, "12\u202f000"),
+        ("x", "x"),
+    ],
+)
+def test_numbers_read_as_a_person_writes_them(value, text):
+    assert number(value) == text
+
+
+def test_lists_none_and_durations_read_plainly():
+    assert shown(["H100", "H100"]) == "H100, H100" and shown(None) == "—" and shown(True) == "yes"
+    assert [duration(s) for s in (0.25, 4.2, 42, 185, 8040)] == [
+        "250 ms",
+        "4.2 s",
+        "42 s",
+        "3 min 5 s",
+        "2 h 14 min",
+    ]
+
+
+@pytest.mark.parametrize(
+    "row, unit, comparison",
+    [
+        ({"metric": "ttft_p50", "change": "reduction"}, "%", "reduction"),
+        ({"metric": "output_throughput", "change": "gain"}, "%", "gain"),
+        ({"metric": "ttft_p50", "change": "ratio"}, "x", "ratio"),
+        ({"check": "gpu_count"}, "GPUs", "equals"),
+        ({"check": "host_memory_min_gib"}, "GiB", "at_least"),
+        ({"check": "driver_min"}, "version", "at_least"),
+        ({"check": "gpu_model"}, None, "matches"),
+        ({"check": "health"}, None, None),
+    ],
+)
+def test_each_clause_says_its_unit_and_comparison(row, unit, comparison):
+    assert (clause_unit(row), clause_comparison(row)) == (unit, comparison)
+
+
+def test_a_measurement_panel_carries_its_numbers_as_a_table():
+    from gates.pages.dashboards import measurement_table
+
+    rows = [
+        {"repetition": 1, "tier": 8, "arm": "offload", "metrics": {"ttft_ms": {"median": 7530.0}}}
+    ]
+    table = measurement_table(rows, ["ttft_p50"])
+    assert table.headers == ["Repetition", "Tier", "Arm", "TTFT p50, ms"]
+    assert table.rows == [[1, 8, "offload", 7530.0]]
