@@ -1,0 +1,56 @@
+"""Plotly figures as static SVG, for the PDF report (WeasyPrint runs no JavaScript).
+
+Kaleido, Plotly's own exporter, draws the very figure dicts the pages embed with the same
+plotly.js the pages load (our static copy: never a CDN, and MathJax off), in a headless Chromium
+it starts through choreographer (the system `chromium`, or BROWSER_PATH). One browser renders
+every figure of a report. I/O: a browser subprocess; nothing else here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import kaleido
+from django.contrib.staticfiles import finders
+
+from config.staticfinders import PLOTLY_STATIC_PATH
+
+logger = logging.getLogger(__name__)
+
+# Wide enough for the forest plot's labels at A4 width (the PDF scales the SVG to the page).
+WIDTH_PX = 900
+RENDER_TIMEOUT_S = 60
+
+
+class ChartExportError(Exception):
+    """The figures could not be drawn (no browser, or it failed): the report says so instead."""
+
+
+def figures_as_svg(figures: list[dict[str, Any]]) -> list[str]:
+    """Each figure as an SVG document, in order; raises ChartExportError when none can be drawn."""
+    if not figures:
+        return []
+    # asyncio.run needs a thread without a running loop (a view may be called from one).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        try:
+            return pool.submit(asyncio.run, _render(figures)).result()
+        except Exception as error:  # kaleido and choreographer raise many kinds of errors
+            logger.warning("static chart export failed: %s", error)
+            raise ChartExportError(str(error) or type(error).__name__) from error
+
+
+async def _render(figures: list[dict[str, Any]]) -> list[str]:
+    plotlyjs = finders.find(PLOTLY_STATIC_PATH)
+    async with kaleido.Kaleido(
+        n=1, timeout=RENDER_TIMEOUT_S, plotlyjs=plotlyjs, mathjax=False
+    ) as k:
+        return [await _svg(k, figure) for figure in figures]
+
+
+async def _svg(renderer: kaleido.Kaleido, figure: dict[str, Any]) -> str:
+    height = (figure.get("layout") or {}).get("height") or 400
+    options = {"format": "svg", "width": WIDTH_PX, "height": height}
+    return (await renderer.calc_fig(figure, opts=options)).decode()
