@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET
 from gates.models import Decision, Gate
 from gates.pages import dashboards, pdf, static_charts
 from gates.pages.dashboards import Panel
-from gates.pages.report_tables import clause_table, inventory_table
+from gates.pages.report_tables import NO_INTERVAL, clause_table, inventory_table
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 TEMPLATE = "gates/gate_report.html"
@@ -109,6 +109,7 @@ def report_context(
     facts, inventory_decision = _inventory_facts(gate, decision)
     host, gpus = inventory_table(facts)
     result = decision.result if isinstance(decision.result, Mapping) else {}
+    clauses = clause_table(decision.clauses)
     return {
         "gate": gate,
         "engagement": gate.engagement,
@@ -117,7 +118,8 @@ def report_context(
         "signatures": decision.spec.signatures.select_related("signed_by", "key"),
         "runs": decision.runs.select_related("host").order_by("attempt"),
         "reasons": [str(reason) for reason in result.get("reasons") or []],
-        "clauses": clause_table(decision.clauses),
+        "clauses": clauses,
+        "has_intervals": any(row.interval != NO_INTERVAL for row in clauses),
         "charts": charts,
         "chart_error": chart_error,
         "inventory_host": host,

@@ -16,6 +16,7 @@ from gates.charts.style import metric_label
 
 GIB = 2**30
 NOT_AVAILABLE = "n/a"
+NO_INTERVAL = "—"  # a check judged on one observation has no interval
 # How each G3 change is judged, in the clause's units (the engine turns every bar into
 # "higher is better" so a reduction reads as a positive %).
 CHANGE_RULES = {
@@ -39,6 +40,17 @@ G1_RULES = {
     "offload_tier": ("present, capacity at least", "GiB"),
 }
 
+# G4: each soak check's observed value against its limit (the engine's "at most").
+G4_RULES = {
+    "crashes": ("at most", "crashes"),
+    "error_rate": ("failed requests, at most", "%"),
+    "throughput_drift": ("worst drop against the first segment, at most", "%"),
+    "ttft_p99_change": ("worst rise against the first segment, at most", "%"),
+    "memory_growth": ("growth, at most", "MiB/h"),
+    "unobserved": ("time without a window, at most", "%"),
+    "offload_hits": ("hit rate, at least", ""),
+}
+
 
 @dataclass(frozen=True)
 class ClauseRow:
@@ -60,13 +72,15 @@ class InventoryRow:
 
 
 def clause_table(clauses: Any) -> list[ClauseRow]:
-    """Rows of a decision's stored clauses: G3 clause x tier cells, G2 and G1 checks."""
+    """Rows of a decision's stored clauses: G3 clause x tier cells, G1, G2 and G4 checks."""
     rows = []
     for clause in _mappings(clauses):
         if "compare" in clause or "change" in clause:
             rows.append(_g3_row(clause))
         elif clause.get("check") in G2_CHECKS:
             rows.append(G2_CHECKS[clause["check"]](clause))
+        elif clause.get("check") in G4_RULES:
+            rows.append(_g4_row(clause))
         else:
             rows.append(_g1_row(clause))
     return rows
@@ -180,6 +194,19 @@ def _g1_row(check: Mapping[str, Any]) -> ClauseRow:
     )
 
 
+# --- G4 -------------------------------------------------------------------------------------
+
+
+def _g4_row(check: Mapping[str, Any]) -> ClauseRow:
+    comparison, unit = G4_RULES[str(check.get("check"))]
+    return _check_row(
+        check,
+        comparison,
+        bar=_fact(check.get("limit"), unit),
+        estimate=_fact(check.get("observed"), unit),
+    )
+
+
 def _check_row(
     check: Mapping[str, Any], comparison: str, *, bar: str, estimate: str, interval: str = ""
 ) -> ClauseRow:
@@ -188,7 +215,7 @@ def _check_row(
         comparison=comparison,
         bar=bar,
         estimate=estimate,
-        interval=interval or "—",
+        interval=interval or NO_INTERVAL,
         verdict=_text(check.get("verdict")),
         cause=_text(check.get("cause"), empty=""),
     )

@@ -11,9 +11,11 @@ import re
 import pytest
 from django.urls import reverse
 
-from gates.decisions import decide_g1, decide_g2
+from gates.decisions import decide_g1, decide_g2, decide_g4
 from gates.pages.report import decision_digest, report_digest
 from gates.pages.report_tables import clause_table, inventory_table
+from tests.gates.charts.test_charts import template
+from tests.gates.decisions.test_g4 import g4_spec, soak
 from tests.gates.pages.test_dashboards import (
     G1_FACTS,
     decide_uploaded,
@@ -153,8 +155,19 @@ def test_tables_read_broken_stored_values_as_na_rather_than_failing():
 
 def test_the_g2_hit_rate_floor_is_compared_as_a_plain_share():
     observed = g2_observed([(1000.0, 1010.0)], hit_rate=0.1)
-    from tests.gates.charts.test_charts import template
-
     rows = clause_table(decide_g2(template("G2"), observed)["clauses"])
     hit = next(row for row in rows if row.name == "offload_hit")
     assert (hit.bar, hit.estimate, hit.verdict) == ("0.20", "0.10", "fail")
+
+
+def test_g4_soak_checks_read_as_observed_against_their_limit():
+    rows = clause_table(decide_g4(g4_spec(), soak(count=100, crashed={40}))["clauses"])
+    crashes = next(row for row in rows if row.name == "crashes")
+    assert (crashes.comparison, crashes.bar, crashes.estimate) == (
+        "at most",
+        "0 crashes",
+        "1 crashes",
+    )
+    assert crashes.verdict == "fail"
+    error = next(row for row in rows if row.name == "error_rate")
+    assert (error.bar, error.estimate) == ("0.50 %", "0 %")
