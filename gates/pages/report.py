@@ -77,7 +77,7 @@ def decision_digest(decision: Decision) -> str:
 @require_GET
 def gate_report(request: HttpRequest, pk: int) -> HttpResponse:
     gate, decision = _decided_gate(request, pk)
-    charts = [ReportChart(panel) for panel in _panels(decision)]
+    charts = [ReportChart(panel) for panel in _panels(engine_decision(decision))]
     return render(request, TEMPLATE, report_context(gate, decision, charts, pdf=False))
 
 
@@ -87,7 +87,7 @@ def gate_report_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """The same template, its charts drawn to SVG beforehand (WeasyPrint runs no JavaScript)."""
     gate, decision = _decided_gate(request, pk)
     started = time.monotonic()
-    panels = _panels(decision)
+    panels = _panels(engine_decision(decision))
     chart_error = ""
     try:
         svgs = static_charts.figures_as_svg([panel.figure for panel in panels])
@@ -106,17 +106,19 @@ def gate_report_pdf(request: HttpRequest, pk: int) -> HttpResponse:
 def report_context(
     gate: Gate, decision: Decision, charts: list[ReportChart], *, pdf: bool, chart_error: str = ""
 ) -> dict[str, Any]:
-    facts, inventory_decision = _inventory_facts(gate, decision)
+    judged = engine_decision(decision)
+    facts, inventory_decision = _inventory_facts(gate, judged)
     host, gpus = inventory_table(facts)
-    result = decision.result if isinstance(decision.result, Mapping) else {}
-    clauses = clause_table(decision.clauses)
+    result = judged.result if judged and isinstance(judged.result, Mapping) else {}
+    clauses = clause_table(judged.clauses if judged else [])
     return {
         "gate": gate,
         "engagement": gate.engagement,
         "decision": decision,
+        "judged": judged,
         "spec": decision.spec,
         "signatures": decision.spec.signatures.select_related("signed_by", "key"),
-        "runs": decision.runs.select_related("host").order_by("attempt"),
+        "runs": judged.runs.select_related("host").order_by("attempt") if judged else [],
         "reasons": [str(reason) for reason in result.get("reasons") or []],
         "clauses": clauses,
         "has_intervals": any(row.interval != NO_INTERVAL for row in clauses),
@@ -130,6 +132,17 @@ def report_context(
     }
 
 
+def engine_decision(decision: Decision) -> Decision | None:
+    """Where the numbers come from: the decision itself, or for a waiver or a stop the
+    engine's decision it overrode (None when it overrode none)."""
+    if decision.kind == Decision.Kind.ENGINE:
+        return decision
+    earlier = decision.gate.decisions.filter(
+        kind=Decision.Kind.ENGINE, created_at__lte=decision.created_at
+    )
+    return earlier.select_related("spec").first()
+
+
 def _decided_gate(request: HttpRequest, pk: int) -> tuple[Gate, Decision]:
     viewer = viewer_for_request(request)
     gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
@@ -139,12 +152,14 @@ def _decided_gate(request: HttpRequest, pk: int) -> tuple[Gate, Decision]:
     return gate, decision
 
 
-def _panels(decision: Decision) -> list[Panel]:
+def _panels(decision: Decision | None) -> list[Panel]:
+    if decision is None:
+        return []
     dashboard = dashboards.decision_dashboard(decision)
     return dashboard.verdict + dashboard.evidence
 
 
-def _inventory_facts(gate: Gate, decision: Decision) -> tuple[Any, Decision | None]:
+def _inventory_facts(gate: Gate, decision: Decision | None) -> tuple[Any, Decision | None]:
     """What G1 observed of the host: this decision's facts for G1, else the engagement's latest
     engine decision of G1 (the hardware every later gate was measured on)."""
     if gate.kind != Gate.Kind.G1:

@@ -22,7 +22,9 @@ logger = logging.getLogger(__name__)
 
 # Wide enough for the forest plot's labels at A4 width (the PDF scales the SVG to the page).
 WIDTH_PX = 900
-RENDER_TIMEOUT_S = 60
+# Per figure; well inside gunicorn's 30 s worker timeout, so a stuck browser yields a PDF that
+# says its charts are missing rather than a killed worker.
+RENDER_TIMEOUT_S = 15
 
 
 class ChartExportError(Exception):

@@ -11,6 +11,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from gates import services
 from gates.decisions import decide_g1, decide_g2, decide_g4
 from gates.pages.report import decision_digest, report_digest
 from gates.pages.report_tables import clause_table, inventory_table
@@ -171,3 +172,20 @@ def test_g4_soak_checks_read_as_observed_against_their_limit():
     assert crashes.verdict == "fail"
     error = next(row for row in rows if row.name == "error_rate")
     assert (error.bar, error.estimate) == ("0.50 %", "0 %")
+
+
+def test_a_waived_gate_reports_the_waiver_with_its_justification(
+    client, actor, vendor_viewer, engagement, customer_viewer
+):
+    g1 = engagement.gates.get(kind="G1")
+    facts = {**G1_FACTS, "vllm_version": "0.19.0"}
+    decide_uploaded(actor, vendor_viewer, g1, lambda s: decide_g1(s, facts))
+    reason = "vLLM 0.19 is what the customer runs in production"
+    waiver = services.gate_waive(actor=actor, viewer=vendor_viewer, gate=g1, justification=reason)
+    text = page_text(report(client, customer_viewer, g1.pk))
+    assert f"Verdict: {waiver.verdict.upper()}" in text and f"“{reason}”" in text
+    assert "waived by a vendor admin" in text
+    assert f"Decision digest {decision_digest(waiver)}" in text
+    # The numbers the waiver overrode stay on the report, and the inventory they came from.
+    assert "overrides the engine's decision" in text and "vllm_min version at least" in text
+    assert "GPU 0 NVIDIA H100 80GB HBM3" in text
