@@ -22,9 +22,12 @@ logger = logging.getLogger(__name__)
 
 # Wide enough for the forest plot's labels at A4 width (the PDF scales the SVG to the page).
 WIDTH_PX = 900
-# Per figure; well inside gunicorn's 30 s worker timeout, so a stuck browser yields a PDF that
-# says its charts are missing rather than a killed worker.
-RENDER_TIMEOUT_S = 15
+# Kaleido's own limit covers drawing one figure (a fraction of a second); ours covers the whole
+# export, the browser's start included (about 6 s on a loaded 2-core machine). Inside
+# gunicorn's 30 s worker timeout: a stuck browser gives a PDF that says its charts are
+# missing, not a killed worker.
+FIGURE_TIMEOUT_S = 10
+EXPORT_TIMEOUT_S = 20
 
 
 class ChartExportError(Exception):
@@ -38,18 +41,22 @@ def figures_as_svg(figures: list[dict[str, Any]]) -> list[str]:
     # asyncio.run needs a thread without a running loop (a view may be called from one).
     with ThreadPoolExecutor(max_workers=1) as pool:
         try:
-            return pool.submit(asyncio.run, _render(figures)).result()
+            return pool.submit(asyncio.run, _render_in_time(figures)).result()
         except Exception as error:  # kaleido and choreographer raise many kinds of errors
-            logger.warning("static chart export failed: %s", error)
+            logger.warning("static chart export failed: %r", error)
             raise ChartExportError(str(error) or type(error).__name__) from error
+
+
+async def _render_in_time(figures: list[dict[str, Any]]) -> list[str]:
+    # Cancelling leaves Kaleido's context, which closes the browser.
+    return await asyncio.wait_for(_render(figures), EXPORT_TIMEOUT_S)
 
 
 async def _render(figures: list[dict[str, Any]]) -> list[str]:
     plotlyjs = finders.find(PLOTLY_STATIC_PATH)
-    async with kaleido.Kaleido(
-        n=1, timeout=RENDER_TIMEOUT_S, plotlyjs=plotlyjs, mathjax=False
-    ) as k:
-        return [await _svg(k, figure) for figure in figures]
+    options = {"n": 1, "timeout": FIGURE_TIMEOUT_S, "plotlyjs": plotlyjs, "mathjax": False}
+    async with kaleido.Kaleido(**options) as renderer:
+        return [await _svg(renderer, figure) for figure in figures]
 
 
 async def _svg(renderer: kaleido.Kaleido, figure: dict[str, Any]) -> str:

@@ -104,3 +104,9 @@ def test_when_the_charts_cannot_be_drawn_the_pdf_still_has_every_number_and_says
     text = pdf_text(download(client, customer_viewer, decision.gate_id).content, tmp_path)
     assert "The charts could not be drawn for this PDF" in text
     assert report_digest(decision).value in text and "at least the bar" in text
+
+
+def test_without_a_browser_the_chart_export_fails_with_its_own_error(monkeypatch):
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
+    with pytest.raises(static_charts.ChartExportError, match="/nonexistent/chromium"):
+        static_charts.figures_as_svg([{"data": [], "layout": {}}])
