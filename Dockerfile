@@ -1,10 +1,13 @@
 # Tollgate web, worker and beat image (one image, three commands; see docker-compose.yml).
+# pango, harfbuzz and a font are WeasyPrint's (the gate report's PDF); chromium is Kaleido's,
+# which draws the report's charts to SVG (docs/dashboards.md).
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     TOLLGATE_VAR_DIR=/var/lib/tollgate
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openssh-client \
+        libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core chromium \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --create-home --home-dir /app tollgate \
     && mkdir -p /var/lib/tollgate && chown tollgate /var/lib/tollgate

@@ -386,5 +386,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"paramiko": {"level": "WARNING"}},
+    # The report's renderers narrate every step at INFO (browser start, layout of each page).
+    "loggers": {
+        name: {"level": "WARNING"}
+        for name in ("paramiko", "choreographer", "kaleido", "logistro", "weasyprint", "fontTools")
+    },
 }

@@ -28,6 +28,7 @@ PURE = (
     "gates/specdiff.py",
     "gates/sshsig.py",
     "gates/alerts/events.py",
+    "gates/pages/report_tables.py",
 )
 FRAMEWORKS = (
     "django",

@@ -68,11 +68,16 @@ class GateDashboard:
 def gate_dashboard(gate: Gate) -> GateDashboard:
     """The figures of the gate's latest engine decision: G3 and G2 have some, G1 and G4 none."""
     decision = gate.decisions.filter(kind=Decision.Kind.ENGINE).first()
-    if decision is None or not isinstance(decision.result, Mapping):
+    return decision_dashboard(decision) if decision is not None else GateDashboard()
+
+
+def decision_dashboard(decision: Decision) -> GateDashboard:
+    """The figures of one decision (the gate report's): none for a waiver or a stop."""
+    if decision.kind != Decision.Kind.ENGINE or not isinstance(decision.result, Mapping):
         return GateDashboard()
-    if gate.kind == Gate.Kind.G3:
+    if decision.gate.kind == Gate.Kind.G3:
         return _g3_dashboard(decision)
-    if gate.kind == Gate.Kind.G2:
+    if decision.gate.kind == Gate.Kind.G2:
         return GateDashboard(verdict=_g2_panels(decision.result))
     return GateDashboard()
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import alerts, audit, hosts, planner, runs, soakview, tokens, views
+from gates.pages import alerts, audit, hosts, planner, report, runs, soakview, tokens, views
 
 app_name = "gates"
 
@@ -10,6 +10,8 @@ urlpatterns = [
     path("", views.engagement_list, name="engagement-list"),
     path("engagements/<int:pk>/", views.engagement_detail, name="engagement-detail"),
     path("gates/<int:pk>/", views.gate_detail, name="gate-detail"),
+    path("gates/<int:pk>/report/", report.gate_report, name="gate-report"),
+    path("gates/<int:pk>/report.pdf", report.gate_report_pdf, name="gate-report-pdf"),
     path("gates/<int:pk>/runs/start/", views.run_start, name="run-start"),
     path("gates/<int:pk>/review/", views.gate_review, name="gate-review"),
     path("gates/<int:pk>/spec/sign/", views.spec_sign, name="spec-sign"),

@@ -110,6 +110,8 @@ RULES: dict[str, Rule] = {
     "gates:engagement-list": page(None, "GET"),
     "gates:engagement-detail": page("engagement", "GET"),
     "gates:gate-detail": page("gate", "GET"),
+    "gates:gate-report": page("gate", "GET"),
+    "gates:gate-report-pdf": page("gate", "GET"),
     "gates:run-start": page("gate", "POST", body={"host": "1"}),
     "gates:gate-review": page("gate", "POST", body={"action": "waive"}),
     "gates:spec-sign": page("gate", "POST"),
