@@ -28,6 +28,11 @@ PURE = (
     "gates/specdiff.py",
     "gates/sshsig.py",
     "gates/alerts/events.py",
+    "gates/evidence/layout.py",
+    "gates/evidence/statement.py",
+    "gates/evidence/recompute.py",
+    "gates/evidence/verify.py",
+    "gates/evidence/versions.py",
 )
 FRAMEWORKS = (
     "django",

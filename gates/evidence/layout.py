@@ -15,7 +15,9 @@ import zipfile
 ENVELOPE = "envelope.dsse.json"
 COSIGNATURES = "cosignatures.json"
 SERVER_KEY = "signing-key.pub"
-UNSIGNED = (ENVELOPE, COSIGNATURES, SERVER_KEY)
+# The exact bytes a party co-signs (the DSSE pre-authentication encoding of the payload).
+TO_COSIGN = "to-cosign.pae"
+UNSIGNED = (ENVELOPE, COSIGNATURES, SERVER_KEY, TO_COSIGN)
 
 SPEC = "spec/spec.json"
 SPEC_SIGNATURES = "spec/signatures.json"

@@ -26,6 +26,7 @@ def bundle_for_decision(decision: Decision) -> tuple[bytes, str]:
     members[layout.ENVELOPE] = statement.envelope_bytes(seal_envelope(seal))
     members[layout.SERVER_KEY] = f"{seal.key.public_key}\n".encode()
     members[layout.COSIGNATURES] = canonical_json(cosignature_rows(seal))
+    members[layout.TO_COSIGN] = seal_pae(seal)
     data = layout.write_zip(members)
     return data, layout.sha256_hex(data)
 

@@ -54,6 +54,8 @@ def verify_bundle(
         payload, signed = envelope_payload(load_json_member(members, layout.ENVELOPE))
         predicate = _statement(json.loads(payload), members, report)
         _check_server_signature(members, public_key, report)
+        if members.get(layout.TO_COSIGN, signed) != signed:
+            report.problems.append(f"member {layout.TO_COSIGN}: not the envelope's PAE bytes")
         _check_cosignatures(members, signed, party_keys, report)
         _check_spec(members, predicate, report)
         _check_decision(members, predicate, report)

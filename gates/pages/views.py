@@ -17,6 +17,7 @@ from gates.health import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
 from gates.pages import dashboards
 from gates.pages.contract import gate_contract
+from gates.pages.evidence import evidence_brief
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import gate_clauses
@@ -89,6 +90,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "dashboard": dashboards.gate_dashboard(gate),
             "statistics": g3_statistics(gate),
             "contract": gate_contract(gate, spec, viewer),
+            "evidence": evidence_brief(gate),
         },
     )
 
