@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from gates.api.idempotency import idempotent
 from gates.errors import NotAllowedError, NotFoundError
 from gates.evidence import store
-from gates.models import Decision, EvidenceKey, Gate
+from gates.models import Decision, EvidenceKey, Gate, Run
 from gates.services.audit import Actor
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
@@ -65,15 +65,30 @@ class GateEvidenceApi(APIView):
         gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
         decision = latest_decision(gate)
         data, digest = store.bundle_for_decision(decision)
-        etag = f'"{digest}"'
-        if request.headers.get("If-None-Match") == etag:
-            return HttpResponse(status=304, headers={"ETag": etag})
         name = f"tollgate-{gate.kind.lower()}-gate{gate.pk}-decision{decision.pk}.zip"
-        return HttpResponse(
-            data,
-            content_type=ZIP,
-            headers={"ETag": etag, "Content-Disposition": f'attachment; filename="{name}"'},
+        return _zip_response(request, data, digest, name)
+
+
+def _zip_response(request, data: bytes, digest: str, name: str) -> HttpResponse:
+    etag = f'"{digest}"'
+    if request.headers.get("If-None-Match") == etag:
+        return HttpResponse(status=304, headers={"ETag": etag})
+    return HttpResponse(
+        data,
+        content_type=ZIP,
+        headers={"ETag": etag, "Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+class RunEvidenceApi(APIView):
+    @extend_schema(responses={(200, ZIP): OpenApiTypes.BINARY})
+    def get(self, request, pk: int):
+        run = get_visible_or_404(
+            Run.objects.select_related("gate", "spec"), viewer_for_request(request), pk=pk
         )
+        data, digest = store.bundle_for_run(run)
+        name = f"tollgate-{run.gate.kind.lower()}-gate{run.gate_id}-run{run.attempt}.zip"
+        return _zip_response(request, data, digest, name)
 
 
 class EvidenceSignaturesApi(APIView):

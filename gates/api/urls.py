@@ -40,6 +40,7 @@ urlpatterns = [
     ),
     path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/evidence/", evidence.RunEvidenceApi.as_view(), name="run-evidence"),
     path("runs/<int:pk>/measurements/", runs.RunMeasurementsApi.as_view(), name="run-measurements"),
     path("runs/<int:pk>/samples/", runs.RunSamplesApi.as_view(), name="run-samples"),
     path("runs/<int:pk>/soak/stop/", runs.SoakStopApi.as_view(), name="soak-stop"),

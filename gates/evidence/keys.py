@@ -34,8 +34,7 @@ def key_active() -> EvidenceKey:
     if found is not None:
         return found
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [KEY_LOCK])
+        _lock_keys()
         return _valid_keys().first() or _key_create()
 
 
@@ -48,8 +47,7 @@ def key_rotate(*, valid_days: int | None = None) -> EvidenceKey:
         )
     now = timezone.now()
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [KEY_LOCK])
+        _lock_keys()
         EvidenceKey.objects.filter(retired_at__isnull=True).update(retired_at=now)
         EvidenceKey.objects.filter(Q(not_after__isnull=True) | Q(not_after__gt=now)).update(
             not_after=now
@@ -64,6 +62,14 @@ def key_sign(key: EvidenceKey, payload: bytes) -> bytes:
     envelope = Envelope(payload, statement.PAYLOAD_TYPE, {})
     signature = envelope.sign(CryptoSigner(private, public))
     return bytes.fromhex(signature.signature)
+
+
+def _lock_keys() -> None:
+    """Until the transaction ends, no other worker makes or rotates a key. SQLite (the embedded
+    demo) locks the whole database on write, which serializes the same way."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [KEY_LOCK])
 
 
 def _valid_keys():

@@ -31,6 +31,36 @@ def bundle_for_decision(decision: Decision) -> tuple[bytes, str]:
     return data, layout.sha256_hex(data)
 
 
+def bundle_for_run(run: Run) -> tuple[bytes, str]:
+    """A run's evidence on request: its decision's bundle once decided; before, its records so
+    far under a statement signed now (same records and key -> same bytes; not sealed)."""
+    decision = run.decisions.first()
+    if decision is not None:
+        return bundle_for_decision(decision)
+    members = {
+        layout.SPEC: canonical_json(run.spec.document),
+        layout.VERSIONS: canonical_json({**software_versions(), "host_tools": {}}),
+        **run_members(run),
+    }
+    predicate = {
+        "gate": {"id": run.gate_id, "kind": run.gate.kind},
+        "run": {"attempt": run.attempt, "state": run.state, "outcome": run.outcome},
+        "decision": None,
+        "spec": {"version": run.spec.version, "digest": run.spec.digest},
+    }
+    subjects = {name: layout.sha256_hex(data) for name, data in members.items()}
+    payload = statement.payload_bytes(statement.statement(subjects, predicate))
+    key = keys.key_active()
+    signature = keys.key_sign(key, payload)
+    members[layout.ENVELOPE] = statement.envelope_bytes(
+        statement.envelope(payload, [(key.fingerprint, signature)])
+    )
+    members[layout.SERVER_KEY] = f"{key.public_key}\n".encode()
+    members[layout.TO_COSIGN] = statement.pae(statement.PAYLOAD_TYPE, payload)
+    data = layout.write_zip(members)
+    return data, layout.sha256_hex(data)
+
+
 def envelope_digest(decision: Decision) -> str:
     return layout.sha256_hex(statement.envelope_bytes(seal_envelope(decision_seal(decision))))
 

@@ -95,6 +95,7 @@ RULES: dict[str, Rule] = {
     "api:gate-runs": api("gate", GET="read", POST="run", creates=True, body={"host": "gpu-1"}),
     "api:run-detail": api("run", GET="read"),
     "api:run-cancel": api("run", POST="run"),
+    "api:run-evidence": api("run", GET="read"),
     "api:run-measurements": api("run", GET="read"),
     "api:run-samples": api("run", GET="read"),
     "api:run-results": api("run", POST="run", creates=True, body=UPLOAD),

@@ -80,7 +80,11 @@ def test_demo_once_sets_up_the_world_and_reports_every_step(tmp_path):
     for name in ("vendor", "customer", "viewer"):
         assert re.search(rf"^  {name} +password \S{{12}}$", result.stdout, re.MULTILINE), name
     steps = summary_steps(result.stdout)
+    evidence = {name: steps.pop(name) for name in list(steps) if name.endswith(" evidence")}
     assert list(steps) == [*CHECKS, *PROMISED_VERDICTS, f"{SHORT_CHAT} alerts"], steps
+    # Every decided gate's signed bundle was built and verified offline.
+    assert set(evidence) == {f"{name} evidence" for name in PROMISED_VERDICTS}, evidence
+    assert all(mark == "ok" and "verified" in detail for mark, detail in evidence.values())
     assert {mark for mark, _ in steps.values()} == {"ok"}, steps
     verdicts = {name: steps[name][1].split(":")[0] for name in PROMISED_VERDICTS}
     assert verdicts == PROMISED_VERDICTS, steps

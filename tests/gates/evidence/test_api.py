@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
+from gates import services
 from gates.evidence import layout, statement
 from gates.evidence.verify import verify_bundle
 from gates.models import AuditEvent, EvidenceKey, EvidenceSignature
@@ -138,3 +139,24 @@ def test_the_gate_page_links_the_bundle_and_shows_the_key_fingerprint(
     page = client.get(reverse("gates:gate-detail", args=[decided_gate.pk])).content.decode()
     assert reverse("api:gate-evidence", args=[decided_gate.pk]) in page
     assert EvidenceKey.objects.get().fingerprint in page
+
+
+def test_a_run_s_bundle_on_request_is_its_decision_s_or_its_records_so_far(
+    api, decided_gate, engagement, actor, vendor_viewer, host
+):
+    run = decided_gate.runs.get()
+    by_run = api.get(reverse("api:run-evidence", args=[run.pk]))
+    assert by_run.status_code == 200
+    assert by_run.content == download(api, decided_gate).content
+
+    queued = services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=engagement.gates.get(kind="G2"), host=host
+    )
+    response = api.get(reverse("api:run-evidence", args=[queued.pk]))
+    assert response.status_code == 200
+    assert 'run1.zip"' in response["Content-Disposition"]
+    server = statement.load_public_key(EvidenceKey.objects.get().public_pem)
+    report = verify_bundle(response.content, public_key=server)
+    assert report.ok, report.problems
+    assert any("before any decision" in note for note in report.notes)
+    assert api.get(reverse("api:run-evidence", args=[queued.pk])).content == response.content

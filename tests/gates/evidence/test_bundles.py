@@ -177,3 +177,11 @@ def test_a_raw_file_edited_and_signed_again_changes_the_recomputed_numbers(g3_bu
     problems = problems_of(resealed(g3_bundle, faster))
     assert any("measurements.json" in p and "raw_sha256" in p for p in problems)
     assert any("metrics.ttft_ms.median: recorded 612.0, recomputed 1.0" in p for p in problems)
+
+
+def test_a_member_of_the_wrong_shape_is_a_named_failure_not_a_crash(g3_bundle):
+    def shapeless(members):
+        members[layout.DECISION] = b"[1, 2]"
+
+    problems = problems_of(resealed(g3_bundle, shapeless))
+    assert problems and all(isinstance(p, str) for p in problems)
