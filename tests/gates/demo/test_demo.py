@@ -74,7 +74,9 @@ def test_demo_once_sets_up_the_world_and_reports_every_step(tmp_path):
         env=embedded_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=600,  # G1-G3 walks and a 30 s compressed soak on a shared, loaded 2-core box
+        # G1-G3 walks, a 30 s compressed soak and each decision's evidence built and verified,
+        # on a shared, loaded 2-core box.
+        timeout=720,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("vendor", "customer", "viewer"):
