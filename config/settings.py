@@ -245,8 +245,9 @@ TOLLGATE_BEAT_HEARTBEAT_S = envint("TOLLGATE_BEAT_HEARTBEAT_S", 10)
 # --- Secrets at rest -------------------------------------------------------------------------
 # Base64 AES-256 keys, newest first: the first encrypts, every key may decrypt (rotation).
 TOLLGATE_ENCRYPTION_KEYS = envlist("TOLLGATE_ENCRYPTION_KEYS")
-# Ed25519 private key (PEM) that signs evidence bundles.
-TOLLGATE_SIGNING_KEY_FILE = env("TOLLGATE_SIGNING_KEY_FILE", str(VAR_DIR / "evidence-signing.pem"))
+# Ed25519 private key (PEM) that signs evidence bundles; empty: one made on first use, stored
+# encrypted with TOLLGATE_ENCRYPTION_KEYS (rotate with `manage.py rotate_evidence_key`).
+TOLLGATE_SIGNING_KEY_FILE = env("TOLLGATE_SIGNING_KEY_FILE", "")
 
 # --- Celery ----------------------------------------------------------------------------------
 # Longer than any task (hard limit below) plus its wait in the prefetch buffer; otherwise Redis

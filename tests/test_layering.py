@@ -29,6 +29,11 @@ PURE = (
     "gates/sshsig.py",
     "gates/alerts/events.py",
     "gates/pages/report_tables.py",
+    "gates/evidence/layout.py",
+    "gates/evidence/statement.py",
+    "gates/evidence/recompute.py",
+    "gates/evidence/verify.py",
+    "gates/evidence/versions.py",
 )
 FRAMEWORKS = (
     "django",

@@ -5,6 +5,7 @@ from django.urls import path
 from gates.api import (  # noqa: F401 (schema: auth scheme)
     contract,
     engagements,
+    evidence,
     hosts,
     planner,
     runs,
@@ -26,12 +27,20 @@ urlpatterns = [
     path("gates/<int:pk>/spec/sign/", contract.GateSpecSignApi.as_view(), name="gate-spec-sign"),
     path("gates/<int:pk>/spec/reset/", contract.GateResetApi.as_view(), name="gate-reset"),
     path("keys/signing/", contract.PartyKeyApi.as_view(), name="party-keys"),
+    path("keys/", evidence.EvidenceKeysApi.as_view(), name="evidence-keys"),
+    path("gates/<int:pk>/evidence/", evidence.GateEvidenceApi.as_view(), name="gate-evidence"),
+    path(
+        "gates/<int:pk>/evidence/signatures/",
+        evidence.EvidenceSignaturesApi.as_view(),
+        name="gate-evidence-signatures",
+    ),
     path("gates/<int:pk>/runs/", runs.GateRunsApi.as_view(), name="gate-runs"),
     path(
         "gates/<int:pk>/statistics/", statistics.GateStatisticsApi.as_view(), name="gate-statistics"
     ),
     path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/evidence/", evidence.RunEvidenceApi.as_view(), name="run-evidence"),
     path("runs/<int:pk>/measurements/", runs.RunMeasurementsApi.as_view(), name="run-measurements"),
     path("runs/<int:pk>/samples/", runs.RunSamplesApi.as_view(), name="run-samples"),
     path("runs/<int:pk>/soak/stop/", runs.SoakStopApi.as_view(), name="soak-stop"),

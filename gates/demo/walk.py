@@ -15,7 +15,10 @@ from django.utils.html import escape
 
 from gates import services
 from gates.demo.world import demo_host
-from gates.models import Alert, Engagement, Gate, Run, Verdict
+from gates.evidence import bundle_for_decision
+from gates.evidence.statement import load_public_key
+from gates.evidence.verify import verify_bundle
+from gates.models import Alert, Engagement, EvidenceSeal, Gate, Run, Verdict
 from gates.tenancy import viewer_for_user
 
 RUN_TIMEOUT_S = 600
@@ -108,6 +111,8 @@ def walk_engagement(engagement: Engagement, say: Callable[[str], None]) -> list[
         say(f"  {engagement.title}: {kind} run #{run.attempt} started")
         run = _wait(run, say)
         steps.append(_report(engagement, kind, run))
+        if run.decisions.exists():
+            steps.append(check_evidence(engagement, kind, run))
         if Gate.objects.get(pk=gate.pk).verdict != Verdict.PASS:
             break
     return steps
@@ -147,6 +152,18 @@ def _report(engagement: Engagement, kind: str, run: Run) -> DemoStep:
     decision = run.decisions.first()
     label = " (compressed soak)" if decision.result.get("soak", {}).get("compressed") else ""
     return DemoStep(name, True, f"{decision.verdict}{label}: {summarize(decision.result)}")
+
+
+def check_evidence(engagement: Engagement, kind: str, run: Run) -> DemoStep:
+    """The decision's signed bundle, built (sealed) now and checked by the offline verifier."""
+    decision = run.decisions.first()
+    data, digest = bundle_for_decision(decision)
+    key = EvidenceSeal.objects.select_related("key").get(decision=decision).key
+    report = verify_bundle(data, public_key=load_public_key(key.public_pem))
+    detail = f"{len(data)} bytes, sha256 {digest[:16]}, signed by {key.fingerprint}, verified"
+    if not report.ok:
+        detail = f"does NOT verify: {'; '.join(report.problems[:3])}"
+    return DemoStep(f"{engagement.title} {kind} evidence", report.ok, detail)
 
 
 def summarize(result: dict) -> str:

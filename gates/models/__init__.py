@@ -5,6 +5,7 @@ from gates.models.audit import AuditEvent
 from gates.models.choices import Verdict
 from gates.models.contract import Party, PartyKey, SpecSignature, StopLossReset
 from gates.models.engagements import Engagement, Gate, GateSpec
+from gates.models.evidence import EvidenceKey, EvidenceSeal, EvidenceSignature
 from gates.models.health import ServiceHeartbeat
 from gates.models.hosts import Host, HostCleanup, Profile
 from gates.models.idempotency import IdempotencyKey
@@ -22,6 +23,9 @@ __all__ = [
     "AuditEvent",
     "Decision",
     "Engagement",
+    "EvidenceKey",
+    "EvidenceSeal",
+    "EvidenceSignature",
     "Gate",
     "GateSpec",
     "Host",

@@ -20,6 +20,7 @@ from gates.pages import dashboards, runs, soakview
 from gates.pages.contract import gate_contract
 from gates.pages.engagement import engagement_overview
 from gates.pages.overview import gate_label, gate_tone, next_action
+from gates.pages.evidence import evidence_brief
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import engagement_last_host_id, gate_clauses
@@ -106,6 +107,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "dashboard": dashboards.gate_dashboard(gate),
             "statistics": g3_statistics(gate),
             "contract": gate_contract(gate, spec, viewer),
+            "evidence": evidence_brief(gate),
         },
     )
 

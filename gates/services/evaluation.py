@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gates.decisions import decide_gate
+from gates.decisions import decide_gate, gathering
 from gates.models import Run
 from gates.planner.spec_check import spec_workload_exceeds_vram
 from gates.selectors import spec_operating_characteristic
 from gates.services.attempts import g3_decision_context
 from gates.services.runs import GateNotRunnableError, decision_record
-from runners.plans import AA_ARMS, HIT_ARM
 
 
 @dataclass
@@ -56,7 +55,13 @@ def run_decision_context(run: Run) -> dict:
     return context
 
 
-def run_g3_measurements(run: Run) -> list[dict]:
+def run_steps(run: Run) -> list[dict]:
+    """The run's step details in step order: what the engines' gathering reads."""
+    return list(run.steps.order_by("position").values_list("detail", flat=True))
+
+
+def run_measurements(run: Run) -> list[dict]:
+    """The run's normalized measurements with the digest of each one's raw result file."""
     return [
         {
             "arm": m.arm,
@@ -70,40 +75,17 @@ def run_g3_measurements(run: Run) -> list[dict]:
     ]
 
 
+def run_g3_measurements(run: Run) -> list[dict]:
+    return gathering.gather_g3(run_measurements(run))
+
+
 def run_g1_facts(run: Run) -> dict:
     """Every probe's facts, the first observed value of each winning."""
-    facts: dict = {}
-    for name, value in _all_facts(run):
-        if value is not None and facts.get(name) is None:
-            facts[name] = value
-    inventory = facts.get("gpu_inventory")
-    # rocm-smi/amd-smi JSON carries no ROCm version; a separate probe reads it.
-    if inventory and not inventory.get("rocm_version") and facts.get("rocm_version"):
-        facts["gpu_inventory"] = {**inventory, "rocm_version": facts["rocm_version"]}
-    facts.pop("rocm_version", None)
-    return facts
+    return gathering.gather_g1(run_steps(run))
 
 
 def run_g2_observed(run: Run) -> dict:
-    facts = dict(_all_facts(run))
-    reference = facts.get("answers_resident", [])
-    offload = facts.get("answers_offload", [])
-    healthy_after = _offload_healthy_after(run, facts)
-    hit = run.measurements.filter(arm=HIT_ARM).first()
-    prompts = run.spec.document["equivalence"]["prompts"]
-    return {
-        "health": {"healthy": healthy_after is not None, "seconds": healthy_after},
-        "equivalence": [
-            {
-                "prompt": i,
-                "reference": reference[i] if i < len(reference) else None,
-                "offload": offload[i] if i < len(offload) else None,
-            }
-            for i in range(len(prompts))
-        ],
-        "external_hit_rate": (hit.server or {}).get("external_hit_rate") if hit else None,
-        "aa_pairs": _aa_pairs(run),
-    }
+    return gathering.gather_g2(run.spec.document, run_steps(run), run_measurements(run))
 
 
 # What each engine reads, per gate kind; G4's soak windows come with its program.
@@ -112,30 +94,3 @@ EVIDENCE: dict[str, Callable[[Run], object]] = {
     "G2": run_g2_observed,
     "G3": run_g3_measurements,
 }
-
-
-def _all_facts(run: Run) -> list[tuple[str, object]]:
-    return [
-        (name, value)
-        for detail in run.steps.order_by("position").values_list("detail", flat=True)
-        for name, value in detail.get("facts", {}).items()
-    ]
-
-
-def _offload_healthy_after(run: Run, facts: dict) -> float | None:
-    for detail in run.steps.order_by("position").values_list("detail", flat=True):
-        step = detail.get("step", {})
-        if step.get("kind") == "serve" and step.get("arm_kind") == "offload":
-            return detail.get("progress", {}).get("healthy_after_s")
-    return facts.get("offload_healthy_after_s")
-
-
-def _aa_pairs(run: Run) -> list[dict]:
-    a, b = AA_ARMS
-    rows = {(m.arm, m.repetition): m.metrics for m in run.measurements.filter(arm__in=AA_ARMS)}
-    repetitions = sorted({r for _, r in rows})
-    return [
-        {"repetition": r, "a": rows[(a, r)], "b": rows[(b, r)]}
-        for r in repetitions
-        if (a, r) in rows and (b, r) in rows
-    ]

@@ -35,7 +35,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
 from gates import services
-from gates.models import ApiToken
+from gates.models import ApiToken, Decision
 from gates.tenancy import viewer_for_user
 from tests.conftest import make_host, make_user
 from tests.gates.test_tenancy import token_client
@@ -86,10 +86,16 @@ RULES: dict[str, Rule] = {
     "api:gate-spec-sign": api("gate", POST="sign", body={"version": 1}),
     "api:gate-reset": api("gate", POST="sign", body={"reason": "the bar was wrong"}),
     "api:gate-statistics": api("gate", GET="read"),
+    "api:gate-evidence": api("gate", GET="read"),
+    "api:gate-evidence-signatures": api(
+        "gate", POST="sign", creates=True, body={"ssh_signature": "x"}
+    ),
+    "api:evidence-keys": api(GET="read"),
     "api:party-keys": api(GET="read", POST="sign", creates=True, body={"public_key": "x"}),
     "api:gate-runs": api("gate", GET="read", POST="run", creates=True, body={"host": "gpu-1"}),
     "api:run-detail": api("run", GET="read"),
     "api:run-cancel": api("run", POST="run"),
+    "api:run-evidence": api("run", GET="read"),
     "api:run-measurements": api("run", GET="read"),
     "api:run-samples": api("run", GET="read"),
     "api:run-results": api("run", POST="run", creates=True, body=UPLOAD),
@@ -240,6 +246,8 @@ def world(
         host = make_host(organization, name=host_name)
         run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
         token = make_token(owner, organization)
+        # A decided gate, so its evidence has something to show (a waiver: no run to recompute).
+        Decision.objects.create(gate=gate, spec=gate.current_spec, kind="waiver", verdict="pass")
         alert = services.alert_enqueue(
             event="gate_failed", key=f"matrix:{title}", engagement=engagement, subject="s", body="b"
         )

@@ -74,13 +74,19 @@ def test_demo_once_sets_up_the_world_and_reports_every_step(tmp_path):
         env=embedded_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=600,  # G1-G3 walks and a 30 s compressed soak on a shared, loaded 2-core box
+        # G1-G3 walks, a 30 s compressed soak and each decision's evidence built and verified,
+        # on a shared, loaded 2-core box.
+        timeout=720,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("vendor", "customer", "viewer"):
         assert re.search(rf"^  {name} +password \S{{12}}$", result.stdout, re.MULTILINE), name
     steps = summary_steps(result.stdout)
+    evidence = {name: steps.pop(name) for name in list(steps) if name.endswith(" evidence")}
     assert list(steps) == [*CHECKS, *PROMISED_VERDICTS, f"{SHORT_CHAT} alerts"], steps
+    # Every decided gate's signed bundle was built and verified offline.
+    assert set(evidence) == {f"{name} evidence" for name in PROMISED_VERDICTS}, evidence
+    assert all(mark == "ok" and "verified" in detail for mark, detail in evidence.values())
     assert {mark for mark, _ in steps.values()} == {"ok"}, steps
     verdicts = {name: steps[name][1].split(":")[0] for name in PROMISED_VERDICTS}
     assert verdicts == PROMISED_VERDICTS, steps

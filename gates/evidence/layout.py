@@ -1,0 +1,96 @@
+"""The bundle's bytes: member names, canonical JSON, and the deterministic zip.
+
+Pure: plain data in, bytes out (and back). Same members -> same bytes: entries sorted by name,
+every timestamp 1980-01-01, fixed permissions and one fixed compression (DEFLATE level 9).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+
+# Members that carry the signatures over the others, so the signed statement cannot list them.
+ENVELOPE = "envelope.dsse.json"
+COSIGNATURES = "cosignatures.json"
+SERVER_KEY = "signing-key.pub"
+# The exact bytes a party co-signs (the DSSE pre-authentication encoding of the payload).
+TO_COSIGN = "to-cosign.pae"
+UNSIGNED = (ENVELOPE, COSIGNATURES, SERVER_KEY, TO_COSIGN)
+
+SPEC = "spec/spec.json"
+SPEC_SIGNATURES = "spec/signatures.json"
+INVENTORY = "inventory/g1.json"
+DECISION = "decision/decision.json"
+OPERATING_CHARACTERISTIC = "decision/operating_characteristic.json"
+CONTEXT = "decision/context.json"
+VERSIONS = "versions.json"
+
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+UNIX = 3
+FILE_MODE = 0o100644 << 16
+COMPRESSION_LEVEL = 9
+MAX_MEMBERS = 20_000
+
+
+class BundleFormatError(ValueError):
+    """The bytes are not a bundle this verifier can read; the message says what is wrong."""
+
+
+def canonical_json(value: object) -> bytes:
+    """The one JSON encoding of every JSON member: sorted keys, two-space indent, UTF-8."""
+    return (json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def run_prefix(attempt: int) -> str:
+    return f"runs/attempt-{attempt}/"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+            info.create_system = UNIX
+            info.external_attr = FILE_MODE
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, members[name], compresslevel=COMPRESSION_LEVEL)
+    return buffer.getvalue()
+
+
+def read_zip(data: bytes) -> dict[str, bytes]:
+    """Every member by name; refuses duplicates and unsafe names (the same name twice would let
+    a reader and the verifier see different files)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as error:
+        raise BundleFormatError(f"not a zip file: {error}") from error
+    with archive:
+        infos = archive.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise BundleFormatError(f"{len(infos)} members; at most {MAX_MEMBERS}")
+        members: dict[str, bytes] = {}
+        for info in infos:
+            if info.filename in members:
+                raise BundleFormatError(f"member {info.filename}: present twice")
+            if info.filename.startswith("/") or ".." in info.filename.split("/"):
+                raise BundleFormatError(f"member {info.filename}: unsafe name")
+            try:
+                members[info.filename] = archive.read(info)
+            except (zipfile.BadZipFile, OSError) as error:
+                raise BundleFormatError(f"member {info.filename}: unreadable ({error})") from error
+    return members
+
+
+def load_json_member(members: dict[str, bytes], name: str) -> object:
+    if name not in members:
+        raise BundleFormatError(f"member {name}: missing")
+    try:
+        return json.loads(members[name])
+    except (ValueError, UnicodeDecodeError) as error:
+        raise BundleFormatError(f"member {name}: not JSON ({error})") from error

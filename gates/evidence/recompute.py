@@ -1,0 +1,172 @@
+"""Recomputing a decision from a bundle's raw files: each step's facts and each measurement
+read again from the files with the same adapters, gathered and decided by the same engine, and
+compared, number by number, with what was recorded.
+
+Pure: plain data and bytes in, a list of problems out (each naming the member and the number).
+Imports no Django: the offline verifier runs this on a customer's machine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gates.decisions import EvidenceError, decide_gate
+from gates.decisions.gathering import gather_evidence
+from gates.evidence.layout import sha256_hex
+from runners import results
+from runners.adapters import AdapterError
+
+# Added to a G3 result after the engine decided (what the spec could decide): not recomputed here.
+NOT_RECOMPUTED = ("operating_characteristic",)
+MAX_DIFFERENCES = 20
+
+
+@dataclass
+class RunRecords:
+    """One run of a bundle: its prefix, step details, measurements and raw files by name."""
+
+    prefix: str
+    steps: list[dict]
+    measurements: list[dict]
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def recompute_decision(spec: dict, decision: dict, context: dict, run: RunRecords) -> list[str]:
+    """Every way the recorded decision differs from one recomputed from the run's raw files."""
+    steps, problems = rederive_steps(run)
+    measurements, found = rederive_measurements(run)
+    problems += found
+    try:
+        evidence = gather_evidence(spec, steps, measurements)
+        result = decide_gate(spec, evidence, context or None)
+    except (EvidenceError, KeyError, ValueError, TypeError) as error:
+        return [*problems, f"decision: cannot be recomputed from the raw files ({error})"]
+    recorded = {k: v for k, v in (decision.get("result") or {}).items() if k not in NOT_RECOMPUTED}
+    problems += differences(recorded, result, "decision/decision.json result")
+    if decision.get("verdict") != result["verdict"]:
+        problems.append(
+            f"decision/decision.json verdict: recorded {decision.get('verdict')!r}, "
+            f"recomputed {result['verdict']!r}"
+        )
+    return problems
+
+
+def rederive_steps(run: RunRecords) -> tuple[list[dict], list[str]]:
+    """The steps with every fact a raw file backs read again from that file; facts no file
+    backs (a time a person reported) are kept as recorded."""
+    steps, problems = [], []
+    for position, detail in enumerate(run.steps):
+        facts = dict(detail.get("facts") or {})
+        where = f"{run.prefix}steps.json[{position}]"
+        for name in fact_sources(detail):
+            content = run.files.get(name)
+            if content is None:
+                problems.append(f"member {run.prefix}files/{name}: missing ({where} reads it)")
+                continue
+            for key, value in file_facts(name, content).items():
+                problems += differences(facts.get(key), value, f"{where}.facts.{key}")
+                facts[key] = value
+        steps.append({**detail, "facts": facts})
+    return steps, problems
+
+
+def rederive_measurements(run: RunRecords) -> tuple[list[dict], list[str]]:
+    """Each measurement read again from its bench result file (and /metrics scrapes)."""
+    measurements, problems = [], []
+    for position, recorded in enumerate(run.measurements):
+        where = f"{run.prefix}measurements.json[{position}]"
+        name = recorded.get("artifact")
+        content = run.files.get(name) if name else None
+        if content is None:
+            problems.append(f"{where}: no raw result file in the bundle ({name or 'none named'})")
+            measurements.append(recorded)
+            continue
+        if sha256_hex(content) != recorded.get("raw_sha256"):
+            problems.append(f"{where}.raw_sha256: is not the SHA-256 of files/{name}")
+        try:
+            derived = bench_measurement(recorded, name, run.files)
+        except AdapterError as error:
+            problems.append(f"member {run.prefix}files/{name}: unreadable ({error})")
+            measurements.append(recorded)
+            continue
+        for key in ("metrics", "server"):
+            problems += differences(recorded.get(key), derived[key], f"{where}.{key}")
+        measurements.append({**recorded, **derived, "raw_sha256": sha256_hex(content)})
+    return measurements, problems
+
+
+def bench_measurement(recorded: dict, name: str, files: dict[str, bytes]) -> dict:
+    """The measurement one bench result file (and the scrapes kept beside it) gives."""
+    cell = results.Cell(recorded["arm"], recorded["tier"], recorded["repetition"])
+    label = name.rsplit("/", 1)[0]
+    scrapes = {
+        moment: (files[f"{label}/metrics-{moment}.txt"], f"{label}/metrics-{moment}.txt")
+        for moment in ("before", "after")
+        if f"{label}/metrics-{moment}.txt" in files
+    }
+    proof = results.bench_files_proof((files[name], name), cell=cell, **scrapes)
+    return {"metrics": proof.measurement["metrics"], "server": proof.measurement["server"]}
+
+
+def fact_sources(detail: dict) -> list[str]:
+    """The raw files a recorded step read its facts from (a failed probe read none)."""
+    step = detail.get("step") or {}
+    kind = step.get("kind")
+    if kind == "probe" and "error" not in (detail.get("progress") or {}):
+        return [f"probes/{step.get('probe')}.txt"]
+    if kind == "complete":
+        return [f"g2/answers-{step.get('arm')}.jsonl"]
+    if kind == "upload":
+        return [name for name in detail.get("files") or {} if file_kind(name)]
+    return []
+
+
+def file_kind(name: str) -> str | None:
+    if name.startswith("probes/") and name.endswith(".txt"):
+        return "probe"
+    if name.startswith("g2/answers-") and name.endswith(".jsonl"):
+        return "answers"
+    return None
+
+
+def file_facts(name: str, content: bytes) -> dict:
+    """The facts one kept file gives, read by the adapters the run read it with."""
+    if file_kind(name) == "probe":
+        probe = name.removeprefix("probes/").removesuffix(".txt")
+        return results.probe_facts(probe, content.decode("utf-8", "replace"))
+    if file_kind(name) == "answers":
+        arm = name.removeprefix("g2/answers-").removesuffix(".jsonl")
+        return results.answers_proof(arm, content, source=name).facts
+    return {}
+
+
+def differences(recorded: object, recomputed: object, where: str) -> list[str]:
+    """Where two JSON values differ, each as one line naming its path (at most a few)."""
+    found: list[str] = []
+    _walk(recorded, recomputed, where, found)
+    return found[:MAX_DIFFERENCES]
+
+
+def _walk(recorded: object, recomputed: object, where: str, found: list[str]) -> None:
+    if len(found) >= MAX_DIFFERENCES:
+        return
+    if isinstance(recorded, dict) and isinstance(recomputed, dict):
+        for key in sorted(set(recorded) | set(recomputed), key=str):
+            _walk(recorded.get(key), recomputed.get(key), f"{where}.{key}", found)
+    elif isinstance(recorded, list) and isinstance(recomputed, list):
+        if len(recorded) != len(recomputed):
+            found.append(f"{where}: recorded {len(recorded)} items, recomputed {len(recomputed)}")
+            return
+        for i, (a, b) in enumerate(zip(recorded, recomputed, strict=True)):
+            _walk(a, b, f"{where}[{i}]", found)
+    elif not _same(recorded, recomputed):
+        found.append(f"{where}: recorded {recorded!r}, recomputed {recomputed!r}")
+
+
+def _same(a: object, b: object) -> bool:
+    numbers = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, numbers):
+        return a == b
+    # Another machine's libm may differ in the last bits of a logarithm; a verdict never does.
+    return isinstance(b, numbers) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

@@ -1,0 +1,306 @@
+"""Evidence from the database: a decision's members gathered from its records, its seal (the
+server-signed statement, made once), the parties' co-signatures, and the zip. The one writer
+of EvidenceSeal and EvidenceSignature rows. Django side; the formats are in the pure modules."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from gates import sshsig
+from gates.errors import NotAllowedError, ServiceError
+from gates.evidence import keys, layout, statement
+from gates.evidence.layout import canonical_json
+from gates.evidence.versions import software_versions
+from gates.models import Decision, EvidenceSeal, EvidenceSignature, PartyKey, Run
+from gates.services.audit import Actor, audit_record
+from gates.services.evaluation import run_g1_facts
+from gates.services.execution import accepted_inventory
+from gates.tenancy import Viewer
+from runners.contract import inventory_of
+
+
+def bundle_for_decision(decision: Decision) -> tuple[bytes, str]:
+    """The decision's zip (sealed on first use) and its SHA-256 hex."""
+    seal = decision_seal(decision)
+    members = decision_members(decision, seal.snapshot)
+    members[layout.ENVELOPE] = statement.envelope_bytes(seal_envelope(seal))
+    members[layout.SERVER_KEY] = f"{seal.key.public_key}\n".encode()
+    members[layout.COSIGNATURES] = canonical_json(cosignature_rows(seal))
+    members[layout.TO_COSIGN] = seal_pae(seal)
+    data = layout.write_zip(members)
+    return data, layout.sha256_hex(data)
+
+
+def bundle_for_run(run: Run) -> tuple[bytes, str]:
+    """A run's evidence on request: its decision's bundle once decided; before, its records so
+    far under a statement signed now (same records and key -> same bytes; not sealed)."""
+    decision = run.decisions.first()
+    if decision is not None:
+        return bundle_for_decision(decision)
+    members = {
+        layout.SPEC: canonical_json(run.spec.document),
+        layout.VERSIONS: canonical_json({**software_versions(), "host_tools": {}}),
+        **run_members(run),
+    }
+    predicate = {
+        "gate": {"id": run.gate_id, "kind": run.gate.kind},
+        "run": {"attempt": run.attempt, "state": run.state, "outcome": run.outcome},
+        "decision": None,
+        "spec": {"version": run.spec.version, "digest": run.spec.digest},
+    }
+    subjects = {name: layout.sha256_hex(data) for name, data in members.items()}
+    payload = statement.payload_bytes(statement.statement(subjects, predicate))
+    key = keys.key_active()
+    signature = keys.key_sign(key, payload)
+    members[layout.ENVELOPE] = statement.envelope_bytes(
+        statement.envelope(payload, [(key.fingerprint, signature)])
+    )
+    members[layout.SERVER_KEY] = f"{key.public_key}\n".encode()
+    members[layout.TO_COSIGN] = statement.pae(statement.PAYLOAD_TYPE, payload)
+    data = layout.write_zip(members)
+    return data, layout.sha256_hex(data)
+
+
+def envelope_digest(decision: Decision) -> str:
+    return layout.sha256_hex(statement.envelope_bytes(seal_envelope(decision_seal(decision))))
+
+
+def seal_envelope(seal: EvidenceSeal) -> dict:
+    return statement.envelope(bytes(seal.payload), [(seal.key.fingerprint, bytes(seal.signature))])
+
+
+def seal_pae(seal: EvidenceSeal) -> bytes:
+    """The bytes a party co-signs: the DSSE pre-authentication encoding of the payload."""
+    return statement.pae(statement.PAYLOAD_TYPE, bytes(seal.payload))
+
+
+def decision_seal(decision: Decision) -> EvidenceSeal:
+    """The decision's seal, made and signed on first use. Two first requests at once make one:
+    the loser of the unique insert reads the winner's."""
+    found = EvidenceSeal.objects.select_related("key").filter(decision=decision).first()
+    if found is not None:
+        return found
+    versions = {**software_versions(), "host_tools": _host_tools(decision)}
+    snapshot = {"versions": versions, "inventory": _inventory(decision)}
+    members = decision_members(decision, snapshot)
+    subjects = {name: layout.sha256_hex(data) for name, data in members.items()}
+    payload = statement.payload_bytes(statement.statement(subjects, _predicate(decision)))
+    key = keys.key_active()
+    signature = keys.key_sign(key, payload)
+    try:
+        with transaction.atomic():
+            return EvidenceSeal.objects.create(
+                decision=decision, key=key, payload=payload, signature=signature, snapshot=snapshot
+            )
+    except IntegrityError:
+        return EvidenceSeal.objects.select_related("key").get(decision=decision)
+
+
+def decision_members(decision: Decision, snapshot: dict) -> dict[str, bytes]:
+    """Every signed member: spec and its signatures, inventory, decision, runs and raw files."""
+    result = decision.result or {}
+    members = {
+        layout.SPEC: canonical_json(decision.spec.document),
+        layout.SPEC_SIGNATURES: canonical_json(_spec_signatures(decision)),
+        layout.INVENTORY: canonical_json(snapshot.get("inventory")),
+        layout.DECISION: canonical_json(_decision_record(decision)),
+        layout.CONTEXT: canonical_json((result.get("inputs") or {}).get("context") or {}),
+        layout.VERSIONS: canonical_json(snapshot.get("versions")),
+    }
+    if "operating_characteristic" in result:
+        members[layout.OPERATING_CHARACTERISTIC] = canonical_json(
+            result["operating_characteristic"]
+        )
+    for run in decision.runs.select_related("host", "spec").order_by("attempt"):
+        members.update(run_members(run))
+    return members
+
+
+def run_members(run: Run) -> dict[str, bytes]:
+    prefix = layout.run_prefix(run.attempt)
+    members = {
+        f"{prefix}run.json": canonical_json(_run_record(run)),
+        f"{prefix}steps.json": canonical_json(
+            list(run.steps.order_by("position").values_list("detail", flat=True))
+        ),
+        f"{prefix}measurements.json": canonical_json(_measurements(run)),
+    }
+    for artifact in run.artifacts.order_by("name"):
+        members[f"{prefix}files/{artifact.name}"] = bytes(artifact.content)
+    return members
+
+
+def cosignature_rows(seal: EvidenceSeal) -> list[dict]:
+    rows = seal.cosignatures.select_related("organization", "key", "signed_by").order_by("id")
+    return [
+        {
+            "party": row.party,
+            "organization": row.organization.slug,
+            "keyid": row.key.fingerprint,
+            "public_key": row.key.public_key,
+            "namespace": statement.COSIGN_NAMESPACE,
+            "signed_by": row.signed_by.get_username() if row.signed_by else None,
+            "signed_at": row.signed_at.isoformat(),
+            "signature": row.ssh_signature,
+        }
+        for row in rows
+    ]
+
+
+def evidence_cosign(
+    *, actor: Actor, viewer: Viewer, decision: Decision, ssh_signature: str
+) -> EvidenceSignature:
+    """Add a party's SSHSIG over the seal's PAE bytes, made with a key they registered."""
+    party = viewer.signing_party
+    if party is None or viewer.user is None:
+        raise NotAllowedError("only a customer owner or a vendor admin co-signs evidence")
+    seal = decision_seal(decision)
+    key = _signers_key(viewer, seal_pae(seal), ssh_signature)
+    with transaction.atomic():
+        if seal.cosignatures.filter(key=key).exists():
+            raise ServiceError(
+                "this key has co-signed this evidence already", field="ssh_signature"
+            )
+        row = EvidenceSignature.objects.create(
+            seal=seal,
+            party=party,
+            organization=key.organization,
+            key=key,
+            ssh_signature=ssh_signature.strip(),
+            signed_by=viewer.user,
+        )
+        audit_record(
+            actor=actor,
+            action="evidence.cosign",
+            target=decision.gate,
+            organization_id=decision.gate.engagement.organization_id,
+            detail={"decision": decision.pk, "party": party, "fingerprint": key.fingerprint},
+        )
+    return row
+
+
+def _signers_key(viewer: Viewer, signed: bytes, armored: str) -> PartyKey:
+    try:
+        blob = sshsig.verify(armored, signed, namespace=statement.COSIGN_NAMESPACE)
+    except sshsig.SshSigError as error:
+        raise ServiceError(str(error), field="ssh_signature") from error
+    key = PartyKey.objects.filter(
+        fingerprint=sshsig.fingerprint(blob), user=viewer.user, revoked_at__isnull=True
+    ).first()
+    if key is None:
+        raise ServiceError(
+            "the signature verifies, but with a key you have not registered "
+            "(POST /api/v1/keys/signing/)",
+            field="ssh_signature",
+        )
+    return key
+
+
+def _predicate(decision: Decision) -> dict:
+    gate = decision.gate
+    return {
+        "gate": {"id": gate.pk, "kind": gate.kind, "engagement": gate.engagement.title},
+        "decision": {
+            "id": decision.pk,
+            "kind": decision.kind,
+            "verdict": decision.verdict,
+            "rehearsal": decision.rehearsal,
+            "decided_at": decision.created_at.isoformat(),
+            "clauses": [_clause_brief(c) for c in decision.clauses or []],
+        },
+        "spec": {"version": decision.spec.version, "digest": decision.spec.digest},
+        "runs": list(decision.runs.order_by("attempt").values_list("attempt", flat=True)),
+    }
+
+
+def _clause_brief(clause: dict) -> dict:
+    keys_shown = ("clause", "check", "metric", "tier", "verdict")
+    return {k: clause[k] for k in keys_shown if isinstance(clause, dict) and k in clause}
+
+
+def _decision_record(decision: Decision) -> dict:
+    return {
+        "id": decision.pk,
+        "gate": {"id": decision.gate_id, "kind": decision.gate.kind},
+        "kind": decision.kind,
+        "verdict": decision.verdict,
+        "rehearsal": decision.rehearsal,
+        "clauses": decision.clauses,
+        "result": decision.result,
+        "decided_at": decision.created_at.isoformat(),
+        "decided_by": decision.decided_by.get_username() if decision.decided_by else None,
+        "decided_by_system": decision.decided_by_system,
+        "justification": decision.justification,
+        "spec_version": decision.spec.version,
+        "runs": list(decision.runs.order_by("attempt").values_list("attempt", flat=True)),
+    }
+
+
+def _spec_signatures(decision: Decision) -> list[dict]:
+    # Only signatures given before the decision: a later one would change a sealed member.
+    rows = decision.spec.signatures.filter(signed_at__lte=decision.created_at)
+    return [
+        {
+            "party": row.party,
+            "digest": row.digest,
+            "signed_by": row.signed_by.get_username() if row.signed_by else None,
+            "signed_at": row.signed_at.isoformat(),
+            "key_fingerprint": row.key.fingerprint if row.key else None,
+            "ssh_signature": row.ssh_signature,
+        }
+        for row in rows.select_related("signed_by", "key").order_by("party")
+    ]
+
+
+def _inventory(decision: Decision) -> dict | None:
+    """The accepted G1 inventory at sealing time (a G1 decision: its own run's)."""
+    if decision.gate.kind == "G1":
+        run = decision.runs.first()
+        return inventory_of(run_g1_facts(run)) if run else None
+    return accepted_inventory(decision.gate.engagement)
+
+
+TOOL_KEYS = ("driver_version", "cuda_version", "rocm_version", "vllm_version")
+
+
+def _host_tools(decision: Decision) -> dict:
+    """The tools each run's probes saw on the host (its own G1 probes, or its contract check)."""
+    tools = {}
+    for run in decision.runs.order_by("attempt"):
+        facts = run_g1_facts(run)
+        probed = {k: v for k, v in inventory_of(facts).items() if v is not None}
+        for detail in run.steps.values_list("detail", flat=True):
+            contract = (detail.get("progress") or {}).get("contract") or {}
+            probed.update({k: v for k, v in contract.items() if v is not None})
+        seen = {key: probed.get(key) for key in TOOL_KEYS}
+        tools[f"attempt-{run.attempt}"] = {**seen, "kernel": facts.get("kernel")}
+    return tools
+
+
+def _run_record(run: Run) -> dict:
+    return {
+        "attempt": run.attempt,
+        "source": run.source,
+        "outcome": run.outcome,
+        "rehearsal": run.rehearsal,
+        "spec_version": run.spec.version,
+        "host": run.host.name if run.host else None,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+def _measurements(run: Run) -> list[dict]:
+    rows = run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
+    return [
+        {
+            "arm": m.arm,
+            "tier": m.tier,
+            "repetition": m.repetition,
+            "metrics": m.metrics,
+            "server": m.server,
+            "artifact": m.artifact.name if m.artifact else None,
+            "raw_sha256": m.artifact.sha256 if m.artifact else None,
+        }
+        for m in rows
+    ]

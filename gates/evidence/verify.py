@@ -1,0 +1,233 @@
+"""The offline verifier: every member's hash against the signed statement, the server's DSSE
+signature, every party's co-signature and spec signature, then the decision recomputed from the
+raw files. Used by `manage.py verify_evidence` and bin/tollgate-verify.
+
+Pure: bytes and keys in, a list of problems out; no database, no network, no Django.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from gates import sshsig
+from gates.decisions.gathering import GATHER
+from gates.evidence import layout
+from gates.evidence.layout import BundleFormatError, load_json_member
+from gates.evidence.recompute import RunRecords, recompute_decision
+from gates.evidence.statement import (
+    COSIGN_NAMESPACE,
+    PREDICATE_TYPE,
+    STATEMENT_TYPE,
+    EnvelopeError,
+    envelope_payload,
+    key_fingerprint,
+    load_public_key,
+    verify_envelope,
+)
+from gates.specs import spec_digest
+
+
+@dataclass
+class Verification:
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_bundle(
+    data: bytes,
+    *,
+    public_key: Ed25519PublicKey | None = None,
+    party_keys: tuple[Ed25519PublicKey, ...] = (),
+) -> Verification:
+    """Everything that must hold for the bundle to prove its decision; see docs/evidence.md."""
+    report = Verification()
+    try:
+        members = layout.read_zip(data)
+        payload, signed = envelope_payload(load_json_member(members, layout.ENVELOPE))
+        predicate = _statement(json.loads(payload), members, report)
+        _check_server_signature(members, public_key, report)
+        if members.get(layout.TO_COSIGN, signed) != signed:
+            report.problems.append(f"member {layout.TO_COSIGN}: not the envelope's PAE bytes")
+        _check_cosignatures(members, signed, party_keys, report)
+        _check_spec(members, predicate, report)
+        if predicate.get("decision") is None:
+            report.notes.append("a run's records before any decision: nothing to recompute")
+        else:
+            _check_decision(members, predicate, report)
+    except (BundleFormatError, EnvelopeError, ValueError) as error:
+        report.problems.append(str(error))
+    except (TypeError, KeyError, AttributeError) as error:
+        # A member of the wrong shape (an edited bundle): a failure to report, not a crash.
+        report.problems.append(f"bundle: a member has an unexpected shape ({error!r})")
+    return report
+
+
+def _statement(document: object, members: dict[str, bytes], report: Verification) -> dict:
+    """The statement's predicate, after checking its subjects are exactly the signed members."""
+    if not isinstance(document, dict) or document.get("_type") != STATEMENT_TYPE:
+        raise EnvelopeError(f"statement: _type must be {STATEMENT_TYPE}")
+    if document.get("predicateType") != PREDICATE_TYPE:
+        raise EnvelopeError(f"statement: predicateType must be {PREDICATE_TYPE}")
+    subjects = {
+        s.get("name"): (s.get("digest") or {}).get("sha256")
+        for s in document.get("subject") or []
+        if isinstance(s, dict)
+    }
+    for name in sorted(set(members) - set(layout.UNSIGNED)):
+        if name not in subjects:
+            report.problems.append(f"member {name}: not in the signed statement (added)")
+        elif layout.sha256_hex(members[name]) != subjects[name]:
+            report.problems.append(f"member {name}: SHA-256 differs from the signed statement")
+    for name in sorted(set(subjects) - set(members)):
+        report.problems.append(f"member {name}: missing (the signed statement lists it)")
+    report.notes.append(f"{len(subjects)} members listed in the signed statement")
+    return document.get("predicate") or {}
+
+
+def _check_server_signature(
+    members: dict[str, bytes], pinned: Ed25519PublicKey | None, report: Verification
+) -> None:
+    if pinned is None:
+        key = load_public_key(members.get(layout.SERVER_KEY, b""))
+        report.notes.append(
+            f"server key {key_fingerprint(key)} taken from the bundle: pin it with --public-key "
+            "(GET /api/v1/keys/) to know it is Tollgate's"
+        )
+    else:
+        key = pinned
+    try:
+        keyid = verify_envelope(load_json_member(members, layout.ENVELOPE), key)
+    except EnvelopeError as error:
+        report.problems.append(str(error))
+        return
+    report.notes.append(f"server signature by {keyid}: verifies")
+
+
+def _check_cosignatures(
+    members: dict[str, bytes],
+    signed: bytes,
+    pinned: tuple[Ed25519PublicKey, ...],
+    report: Verification,
+) -> None:
+    rows = load_json_member(members, layout.COSIGNATURES) if layout.COSIGNATURES in members else []
+    verified = set()
+    for row in rows if isinstance(rows, list) else []:
+        who = f"co-signature of the {row.get('party')} ({row.get('organization')}, "
+        who += f"{row.get('keyid')})"
+        try:
+            blob = sshsig.verify(row.get("signature", ""), signed, namespace=COSIGN_NAMESPACE)
+        except sshsig.SshSigError as error:
+            report.problems.append(f"{who}: {error}")
+            continue
+        if sshsig.fingerprint(blob) != row.get("keyid"):
+            report.problems.append(
+                f"{who}: made with key {sshsig.fingerprint(blob)}, not its keyid"
+            )
+            continue
+        verified.add(row["keyid"])
+        report.notes.append(f"{who}: verifies")
+    for key in pinned:
+        if key_fingerprint(key) not in verified:
+            report.problems.append(f"co-signature by key {key_fingerprint(key)}: none verifies")
+
+
+def _check_spec(members: dict[str, bytes], predicate: dict, report: Verification) -> None:
+    spec = load_json_member(members, layout.SPEC)
+    digest = spec_digest(spec) if isinstance(spec, dict) else None
+    if digest != (predicate.get("spec") or {}).get("digest"):
+        report.problems.append(f"member {layout.SPEC}: its digest is not the signed spec digest")
+    rows = (
+        load_json_member(members, layout.SPEC_SIGNATURES)
+        if layout.SPEC_SIGNATURES in members or predicate.get("decision") is not None
+        else []
+    )
+    for row in rows if isinstance(rows, list) else []:
+        who = f"spec signature of the {row.get('party')}"
+        if row.get("digest") != digest:
+            report.problems.append(f"{who}: signed digest {row.get('digest')}, not the spec's")
+        elif row.get("ssh_signature"):
+            try:
+                blob = sshsig.verify(row["ssh_signature"], digest.encode())
+                report.notes.append(f"{who}: SSH signature by {sshsig.fingerprint(blob)} verifies")
+            except sshsig.SshSigError as error:
+                report.problems.append(f"{who}: {error}")
+
+
+def _check_decision(members: dict[str, bytes], predicate: dict, report: Verification) -> None:
+    decision = load_json_member(members, layout.DECISION)
+    signed = predicate.get("decision") or {}
+    if decision.get("verdict") != signed.get("verdict"):
+        report.problems.append(
+            f"member {layout.DECISION} verdict: {decision.get('verdict')!r}, the signed "
+            f"statement says {signed.get('verdict')!r}"
+        )
+    if decision.get("kind") != "engine":
+        report.notes.append(f"a {decision.get('kind')} decision, made by a person: not recomputed")
+        return
+    spec = load_json_member(members, layout.SPEC)
+    if not isinstance(spec, dict) or spec.get("gate") not in GATHER:
+        # G4's soak windows are read by the soak collector, not yet re-derivable offline.
+        report.notes.append(
+            f"a {spec.get('gate') if isinstance(spec, dict) else '?'} decision: NOT recomputed "
+            "(only G1-G3 are recomputed offline); hashes and signatures checked"
+        )
+        return
+    context = load_json_member(members, layout.CONTEXT)
+    for attempt in decision.get("runs") or []:
+        problems = recompute_decision(spec, decision, context, run_records(members, attempt))
+        report.problems += problems
+        if not problems:
+            report.notes.append(
+                f"run attempt {attempt}: recomputed from its raw files to {decision['verdict']}, "
+                "every number as recorded"
+            )
+
+
+def run_records(members: dict[str, bytes], attempt: int) -> RunRecords:
+    prefix = layout.run_prefix(attempt)
+    files = prefix + "files/"
+    return RunRecords(
+        prefix=prefix,
+        steps=load_json_member(members, prefix + "steps.json"),
+        measurements=load_json_member(members, prefix + "measurements.json"),
+        files={n.removeprefix(files): data for n, data in members.items() if n.startswith(files)},
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: exit 0 only when every check holds; each failure is one line."""
+    parser = argparse.ArgumentParser(description="Verify a Tollgate evidence bundle offline.")
+    parser.add_argument("bundle", help="the evidence zip")
+    parser.add_argument("--public-key", help="the server's Ed25519 public key (PEM or OpenSSH)")
+    parser.add_argument(
+        "--party-key", action="append", default=[], help="a party's key that must have co-signed"
+    )
+    options = parser.parse_args(argv)
+    try:
+        data = open(options.bundle, "rb").read()  # noqa: SIM115 (one read)
+        pinned = _read_key(options.public_key) if options.public_key else None
+        parties = tuple(_read_key(path) for path in options.party_key)
+    except (OSError, EnvelopeError) as error:
+        print(f"FAIL {error}", file=sys.stderr)
+        return 2
+    report = verify_bundle(data, public_key=pinned, party_keys=parties)
+    for note in report.notes:
+        print(f"ok   {note}")
+    for problem in report.problems:
+        print(f"FAIL {problem}")
+    print("VERIFIED" if report.ok else f"NOT VERIFIED: {len(report.problems)} problem(s)")
+    return 0 if report.ok else 1
+
+
+def _read_key(path: str) -> Ed25519PublicKey:
+    with open(path, "rb") as handle:
+        return load_public_key(handle.read())

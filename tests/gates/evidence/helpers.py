@@ -1,0 +1,74 @@
+"""Decided gates to build evidence from (an uploaded G1 and G3, through the real API and
+adapters), and a way to edit a bundle as a dishonest server would: change a record and sign the
+statement again with the server's own key."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from gates import services, specs
+from gates.evidence import keys, layout, statement
+from gates.models import Decision, EvidenceSeal
+from tests.contract import sign_as_both
+from tests.gates.test_uploads import g3_upload_gate, probe_file, send, upload_cell, upload_run
+
+
+def g1_upload_decision(api, actor, engagement) -> Decision:
+    gate = engagement.gates.get(kind="G1")
+    document = specs.default_spec("G1")
+    document["expect"].update(
+        gpu_model_pattern="A100",
+        gpu_count=1,
+        gpu_memory_min_gib=79,
+        vllm_min="0.20.1",
+        host_memory_min_gib=16,
+        offload_tier={"required": False, "min_capacity_gib": None},
+        free_disk_min_gib=1,
+    )
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    sign_as_both(gate)
+    run = upload_run(api, gate)
+    uploads = {
+        "gpu_nvidia": probe_file("nvidia-smi/telegraf__a100-sxm4-v12.xml"),
+        "meminfo": probe_file("meminfo/debian12-firecracker-vm__proc_meminfo.txt"),
+        "disk": probe_file("df/debian12-firecracker-vm__df_B1.txt"),
+        "vllm_version": SimpleUploadedFile("version.txt", b"0.25.1\n"),
+    }
+    for probe, upload in uploads.items():
+        assert send(api, run["id"], kind="probe", probe=probe, file=upload).status_code == 201
+    assert api.post(reverse("api:run-decide", args=[run["id"]])).status_code == 200
+    return gate.decisions.get()
+
+
+def g3_upload_decision(api, actor, viewer, engagement, host) -> Decision:
+    gate = g3_upload_gate(actor, viewer, engagement, host)
+    run = upload_run(api, gate)
+    for repetition in (1, 2, 3, 4):
+        for arm in ("baseline", "offload"):
+            assert upload_cell(api, run["id"], arm, repetition).status_code == 201
+    assert api.post(reverse("api:run-decide", args=[run["id"]])).status_code == 200
+    return gate.decisions.get()
+
+
+def resealed(data: bytes, change) -> bytes:
+    """The bundle with `change(members)` applied and the statement signed again by the server's
+    key: hashes and signature hold, so only recomputation can catch the edit."""
+    members = layout.read_zip(data)
+    change(members)
+    signed = {n: d for n, d in members.items() if n not in layout.UNSIGNED}
+    old = json.loads(statement.envelope_payload(json.loads(members[layout.ENVELOPE]))[0])
+    subjects = {name: layout.sha256_hex(content) for name, content in signed.items()}
+    payload = statement.payload_bytes(statement.statement(subjects, old["predicate"]))
+    key = EvidenceSeal.objects.get().key
+    envelope = statement.envelope(payload, [(key.fingerprint, keys.key_sign(key, payload))])
+    members[layout.ENVELOPE] = statement.envelope_bytes(envelope)
+    return layout.write_zip(members)
+
+
+def edited_json(members: dict, name: str, edit) -> None:
+    document = json.loads(members[name])
+    edit(document)
+    members[name] = layout.canonical_json(document)

@@ -1,0 +1,187 @@
+"""Evidence bundles of decided gates: built twice to the same bytes, verified offline, and every
+kind of tampering refused with a line that names what broke."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from securesystemslib.dsse import Envelope
+from securesystemslib.exceptions import VerificationError
+from securesystemslib.signer import SSlibKey
+
+from gates.evidence import bundle_for_decision, envelope_digest, layout, statement
+from gates.evidence.verify import verify_bundle
+from gates.models import EvidenceKey, EvidenceSeal
+from tests.gates.evidence.helpers import (
+    edited_json,
+    g1_upload_decision,
+    g3_upload_decision,
+    resealed,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def g3_bundle(api, actor, vendor_viewer, engagement, host):
+    decision = g3_upload_decision(api, actor, vendor_viewer, engagement, host)
+    data, _ = bundle_for_decision(decision)
+    return data
+
+
+def server_key():
+    return statement.load_public_key(EvidenceKey.objects.get().public_pem)
+
+
+def problems_of(data: bytes, **options) -> list[str]:
+    report = verify_bundle(data, public_key=server_key(), **options)
+    return report.problems
+
+
+def rezipped(data: bytes, change) -> bytes:
+    members = layout.read_zip(data)
+    change(members)
+    return layout.write_zip(members)
+
+
+def test_a_g3_upload_bundle_verifies_and_recomputes_to_its_verdict(g3_bundle):
+    report = verify_bundle(g3_bundle, public_key=server_key())
+    assert report.ok, report.problems
+    assert any("recomputed from its raw files to pass" in note for note in report.notes)
+    names = set(layout.read_zip(g3_bundle))
+    assert {layout.SPEC, layout.DECISION, layout.OPERATING_CHARACTERISTIC} <= names
+    assert "runs/attempt-1/files/offload-c8-r4/metrics-after.txt" in names
+
+
+def test_building_twice_gives_identical_bytes_and_one_seal(
+    api, actor, vendor_viewer, engagement, host
+):
+    decision = g3_upload_decision(api, actor, vendor_viewer, engagement, host)
+    first, digest = bundle_for_decision(decision)
+    again, same = bundle_for_decision(decision)
+    assert first == again and digest == same == layout.sha256_hex(first)
+    assert EvidenceSeal.objects.count() == 1
+    assert envelope_digest(decision) == layout.sha256_hex(layout.read_zip(first)[layout.ENVELOPE])
+
+
+def test_a_g1_decision_bundle_recomputes_from_the_probe_files(api, actor, engagement):
+    decision = g1_upload_decision(api, actor, engagement)
+    data, _ = bundle_for_decision(decision)
+    assert verify_bundle(data, public_key=server_key()).ok
+    members = layout.read_zip(data)
+    inventory = json.loads(members[layout.INVENTORY])
+    assert inventory["gpu_count"] == 1 and inventory["vllm_version"] == "0.25.1"
+
+    def other_version(m):
+        m["runs/attempt-1/files/probes/vllm_version.txt"] = b"0.19.0\n"
+
+    problems = problems_of(resealed(data, other_version))
+    assert any("steps.json[3].facts.vllm_version" in p and "0.19.0" in p for p in problems)
+    assert any("verdict: recorded 'pass', recomputed 'fail'" in p for p in problems)
+
+
+def test_the_envelope_verifies_with_securesystemslib_s_own_dsse_verifier(g3_bundle):
+    members = layout.read_zip(g3_bundle)
+    key = EvidenceKey.objects.get()
+    public = SSlibKey.from_crypto(server_key(), keyid=key.fingerprint)
+    envelope = Envelope.from_dict(json.loads(members[layout.ENVELOPE]))
+    assert set(envelope.verify([public], 1)) == {key.fingerprint}
+    other = SSlibKey.from_crypto(Ed25519PrivateKey.generate().public_key(), keyid=key.fingerprint)
+    with pytest.raises(VerificationError, match="threshold"):
+        Envelope.from_dict(json.loads(members[layout.ENVELOPE])).verify([other], 1)
+    subject = json.loads(envelope.payload)["subject"]
+    assert {s["name"] for s in subject} == set(members) - set(layout.UNSIGNED)
+
+
+@pytest.mark.parametrize(
+    "member",
+    [layout.DECISION, layout.SPEC, "runs/attempt-1/files/baseline-c8-r2/result.json"],
+)
+def test_flipping_one_byte_of_a_member_names_it(g3_bundle, member):
+    def flip(members):
+        content = bytearray(members[member])
+        content[len(content) // 2] ^= 0x01
+        members[member] = bytes(content)
+
+    assert f"member {member}: SHA-256 differs from the signed statement" in problems_of(
+        rezipped(g3_bundle, flip)
+    )
+
+
+def test_a_byte_flipped_in_the_zip_itself_is_refused(g3_bundle):
+    damaged = bytearray(g3_bundle)
+    damaged[len(damaged) // 3] ^= 0xFF
+    assert problems_of(bytes(damaged))
+
+
+def test_a_dropped_and_an_added_member_are_named(g3_bundle):
+    name = "runs/attempt-1/files/offload-c8-r3/result.json"
+    dropped = problems_of(rezipped(g3_bundle, lambda m: m.pop(name)))
+    assert f"member {name}: missing (the signed statement lists it)" in dropped
+    added = problems_of(rezipped(g3_bundle, lambda m: m.update({"extra.txt": b"x"})))
+    assert added == ["member extra.txt: not in the signed statement (added)"]
+
+
+def test_a_swapped_signature_or_another_key_fails_the_server_signature(g3_bundle):
+    def swap(members):
+        edited_json(
+            members,
+            layout.ENVELOPE,
+            lambda e: e["signatures"][0].update(
+                sig=statement.envelope(b"", [("k", bytes(64))])["signatures"][0]["sig"]
+            ),
+        )
+
+    assert any("does not verify" in p for p in problems_of(rezipped(g3_bundle, swap)))
+    stranger = Ed25519PrivateKey.generate().public_key()
+    problems = verify_bundle(g3_bundle, public_key=stranger).problems
+    assert any(f"none by key {statement.key_fingerprint(stranger)}" in p for p in problems)
+
+
+def test_an_edited_verdict_or_number_signed_again_fails_recomputation(g3_bundle):
+    def verdict(members):
+        edited_json(members, layout.DECISION, lambda d: d.update(verdict="fail"))
+
+    problems = problems_of(resealed(g3_bundle, verdict))
+    assert "decision/decision.json verdict: recorded 'fail', recomputed 'pass'" in problems
+
+    def number(members):
+        edited_json(
+            members, layout.DECISION, lambda d: d["result"]["clauses"][0].update(estimate=50.0)
+        )
+
+    problems = problems_of(resealed(g3_bundle, number))
+    assert any(
+        p.startswith("decision/decision.json result.clauses[0].estimate: recorded 50.0")
+        for p in problems
+    )
+
+    def measured(members):
+        name = "runs/attempt-1/measurements.json"
+        edited_json(members, name, lambda rows: rows[0]["metrics"].update(completed=1))
+
+    problems = problems_of(resealed(g3_bundle, measured))
+    assert any("measurements.json[0].metrics.completed: recorded 1" in p for p in problems)
+
+
+def test_a_raw_file_edited_and_signed_again_changes_the_recomputed_numbers(g3_bundle):
+    name = "runs/attempt-1/files/offload-c8-r1/result.json"
+
+    def faster(members):
+        document = json.loads(members[name])
+        document["median_ttft_ms"] = 1.0
+        members[name] = json.dumps(document).encode()
+
+    problems = problems_of(resealed(g3_bundle, faster))
+    assert any("measurements.json" in p and "raw_sha256" in p for p in problems)
+    assert any("metrics.ttft_ms.median: recorded 612.0, recomputed 1.0" in p for p in problems)
+
+
+def test_a_member_of_the_wrong_shape_is_a_named_failure_not_a_crash(g3_bundle):
+    def shapeless(members):
+        members[layout.DECISION] = b"[1, 2]"
+
+    problems = problems_of(resealed(g3_bundle, shapeless))
+    assert problems and all(isinstance(p, str) for p in problems)

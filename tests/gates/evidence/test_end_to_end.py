@@ -1,0 +1,49 @@
+"""Bundles of gates decided end to end against simhost (real sshd, real simhost, the real task
+code): G1, G2 and G3 each recompute from their raw files to the recorded verdict and numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from gates.evidence import bundle_for_decision, layout, statement
+from gates.evidence.verify import verify_bundle
+from gates.models import EvidenceKey, Host
+from tests.runners.conftest import own_sshd  # noqa: F401 (fixture)
+from tests.runners.test_gate_programs import drive, start, tasks_run_here  # noqa: F401
+from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+
+@pytest.fixture
+def sim_host(customer_org, own_sshd, tmp_path) -> Host:  # noqa: F811
+    return ssh_simhost(customer_org, own_sshd, tmp_path / "host")
+
+
+def verified(decision) -> tuple[dict[str, bytes], list[str]]:
+    data, _ = bundle_for_decision(decision)
+    key = statement.load_public_key(EvidenceKey.objects.get().public_pem)
+    report = verify_bundle(data, public_key=key)
+    assert report.ok, report.problems
+    return layout.read_zip(data), report.notes
+
+
+def test_g1_g2_and_g3_decided_on_simhost_recompute_from_their_raw_files(
+    actor, vendor_viewer, engagement, sim_host
+):
+    specs = {"G1": g1_spec(), "G2": g2_spec(), "G3": g3_spec()}
+    for kind, document in specs.items():
+        run = drive(start(actor, vendor_viewer, engagement, kind, sim_host, document))
+        decision = run.gate.decisions.first()
+        assert decision.verdict == "pass", (kind, decision.result.get("reasons"), run.log[-2000:])
+        members, notes = verified(decision)
+        assert any("recomputed from its raw files to pass" in note for note in notes), notes
+        files = [n for n in members if n.startswith("runs/attempt-1/files/")]
+        assert files, kind
+    g3 = engagement.gates.get(kind="G3").decisions.first()
+    members, _ = verified(g3)
+    inventory = layout.load_json_member(members, layout.INVENTORY)
+    assert inventory["gpu_count"], "the G1 inventory G3 ran under"
+    tools = layout.load_json_member(members, layout.VERSIONS)["host_tools"]["attempt-1"]
+    assert tools["vllm_version"], tools
+    assert layout.OPERATING_CHARACTERISTIC in members
