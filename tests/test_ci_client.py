@@ -12,6 +12,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from gates import services
+from gates.evidence import bundle_for_decision
 from gates.models import Run
 from gates.tenancy import viewer_for_user
 from tests.celeryproc import purge_broker
@@ -254,3 +255,20 @@ def test_a_start_retried_with_its_idempotency_key_gets_the_first_run(
     assert f"run {run.pk} started" in first.stdout and f"run {run.pk} started" in again.stdout
     other = ci(live_server, token, "start", gate, "--host", host.name)
     assert other.returncode != 0 and Run.objects.count() == 1, "a fresh key is a new start"
+
+
+def test_evidence_downloads_the_bundle_the_server_signed_and_refuses_an_undecided_gate(
+    live_server, token, actor, vendor_viewer, engagement, host, tmp_path
+):
+    run = decided_run(actor, vendor_viewer, engagement, host, "pass")
+    gate = run.gate
+    target = tmp_path / "evidence.zip"
+    result = ci(live_server, token, "evidence", str(gate.pk), "-o", str(target))
+    assert result.returncode == 0, result.stdout + result.stderr
+    data, digest = bundle_for_decision(gate.decisions.get())
+    assert target.read_bytes() == data
+    assert f"sha256 {digest}" in result.stdout and "tollgate-verify" in result.stdout
+    undecided = engagement.gates.get(kind="G2")
+    refused = ci(live_server, token, "evidence", str(undecided.pk), "-o", str(tmp_path / "no.zip"))
+    assert refused.returncode == 4 and "has no decision yet" in refused.stderr
+    assert not (tmp_path / "no.zip").exists() and not list(tmp_path.glob("*.partial"))
