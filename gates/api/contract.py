@@ -197,7 +197,13 @@ class GateResetApi(APIView):
         request=inline_serializer("StopLossReset", {"reason": serializers.CharField()}),
         responses=inline_serializer(
             "StopLossResetState",
-            {"reason": serializers.CharField(), "effective_at": serializers.DateTimeField()},
+            {
+                "reason": serializers.CharField(),
+                # Null until both parties signed (effective_at) or until that party signed.
+                "vendor_signed_at": serializers.DateTimeField(allow_null=True),
+                "customer_signed_at": serializers.DateTimeField(allow_null=True),
+                "effective_at": serializers.DateTimeField(allow_null=True),
+            },
         ),
     )
     def post(self, request, pk: int):
