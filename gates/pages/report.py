@@ -6,8 +6,6 @@ server from the same template. HTTP only: look up through tenancy, gather, rende
 from __future__ import annotations
 
 import base64
-import hashlib
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
+from gates.evidence import envelope_digest
 from gates.models import Decision, Gate
 from gates.pages import dashboards, pdf, static_charts
 from gates.pages.dashboards import Panel
@@ -45,32 +44,9 @@ class ReportChart:
 
 
 def report_digest(decision: Decision) -> ReportDigest:
-    """The evidence envelope's digest; before gates.evidence exists, the decision's own."""
-    try:
-        from gates.evidence import envelope_digest
-    except ImportError:
-        # Fallback until gates.evidence lands (the integrator removes it at merge).
-        return ReportDigest("decision digest", decision_digest(decision))
+    """The SHA-256 of the decision's signed evidence envelope (docs/evidence.md): the paper
+    names the bundle a reader can verify offline."""
     return ReportDigest("evidence envelope digest", envelope_digest(decision))
-
-
-def decision_digest(decision: Decision) -> str:
-    """SHA-256 of the decision's canonical JSON (sorted keys, no spaces, UTF-8)."""
-    document = {
-        "id": decision.pk,
-        "gate": decision.gate_id,
-        "kind": decision.kind,
-        "verdict": decision.verdict,
-        "rehearsal": decision.rehearsal,
-        "spec": {"version": decision.spec.version, "digest": decision.spec.digest},
-        "runs": sorted(decision.runs.values_list("pk", flat=True)),
-        "clauses": decision.clauses,
-        "result": decision.result,
-        "justification": decision.justification,
-        "created_at": decision.created_at.isoformat(),
-    }
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @login_required

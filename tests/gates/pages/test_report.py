@@ -5,7 +5,6 @@ inventory, signatures, digest); another organization gets 404, a gate with no de
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 import pytest
@@ -13,7 +12,8 @@ from django.urls import reverse
 
 from gates import services
 from gates.decisions import decide_g1, decide_g2, decide_g4
-from gates.pages.report import decision_digest, report_digest
+from gates.evidence import bundle_for_decision, envelope_digest, layout
+from gates.pages.report import report_digest
 from gates.pages.report_tables import clause_table, inventory_table
 from tests.gates.charts.test_charts import template
 from tests.gates.decisions.test_g4 import g4_spec, soak
@@ -55,7 +55,7 @@ def test_a_g3_report_has_the_verdict_every_cell_in_its_units_the_charts_and_the_
     html = response.content.decode()
     assert 'data-figure="figure-forest"' in html and 'data-figure="figure-measurements"' in html
     assert "/static/vendor/plotly.min.js" in html and "cdn" not in html.lower()
-    assert f"Decision digest {decision_digest(decision)}" in text
+    assert f"Evidence envelope digest {envelope_digest(decision)}" in text
     # The inventory every later gate was measured on: the engagement's G1 facts.
     assert "GPU 7 NVIDIA H100 80GB HBM3, 79.65 GiB" in text and "vLLM 0.20.1" in text
     assert f"v{decision.spec.version}, SHA-256 {decision.spec.digest}" in text
@@ -115,29 +115,17 @@ def test_the_gate_page_links_its_report_once_decided(
     assert reverse("gates:gate-report", args=[g1.pk]) in html
 
 
-def test_without_gates_evidence_the_digest_is_the_decisions_own_canonical_sha256(
+def test_the_digest_is_the_sha256_of_the_envelope_in_the_decisions_evidence_bundle(
     actor, vendor_viewer, engagement
 ):
     g2 = engagement.gates.get(kind="G2")
     open_g3(actor, vendor_viewer, engagement)
     decision = g2.decisions.get()
     digest = report_digest(decision)
-    assert digest.label == "decision digest"
-    document = {
-        "id": decision.pk,
-        "gate": g2.pk,
-        "kind": "engine",
-        "verdict": "pass",
-        "rehearsal": False,
-        "spec": {"version": decision.spec.version, "digest": decision.spec.digest},
-        "runs": [run.pk for run in decision.runs.all()],
-        "clauses": decision.clauses,
-        "result": decision.result,
-        "justification": "",
-        "created_at": decision.created_at.isoformat(),
-    }
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert digest.value == hashlib.sha256(canonical.encode()).hexdigest()
+    assert digest.label == "evidence envelope digest"
+    data, _ = bundle_for_decision(decision)
+    envelope = layout.read_zip(data)[layout.ENVELOPE]
+    assert digest.value == hashlib.sha256(envelope).hexdigest()
 
 
 def test_tables_read_broken_stored_values_as_na_rather_than_failing():
@@ -185,7 +173,7 @@ def test_a_waived_gate_reports_the_waiver_with_its_justification(
     text = page_text(report(client, customer_viewer, g1.pk))
     assert f"Verdict: {waiver.verdict.upper()}" in text and f"“{reason}”" in text
     assert "waived by a vendor admin" in text
-    assert f"Decision digest {decision_digest(waiver)}" in text
+    assert f"Evidence envelope digest {envelope_digest(waiver)}" in text
     # The numbers the waiver overrode stay on the report, and the inventory they came from.
     assert "overrides the engine's decision" in text and "vllm_min version at least" in text
     assert "GPU 0 NVIDIA H100 80GB HBM3" in text
