@@ -128,3 +128,32 @@ def test_the_gate_page_shows_the_spec_field_by_field_and_what_the_new_version_ch
     assert "<code>expect.gpu_count</code></td><td>8</td><td>4</td>" in changes
     fields = page.split('id="spec-fields"')[1].split("</table>")[0]
     assert "<code>expect.gpu_count</code></td><td>4</td>" in fields
+
+
+def test_the_host_picker_offers_the_host_this_engagements_last_run_used(
+    client, actor, vendor_viewer, vendor_admin, customer_org, engagement
+):
+    from tests.conftest import make_host
+
+    make_host(customer_org, name="a-first")
+    second = make_host(customer_org, name="b-second")
+    g1 = engagement.gates.get(kind="G1")
+    run = services.run_create(actor=actor, viewer=vendor_viewer, gate=g1, host=second)
+    services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:gate-detail", args=[g1.pk])).content.decode()
+    assert f'<option value="{second.pk}" selected>' in page
+    assert "Run #1</a>" in page  # a labelled link, not a bare number
+
+
+def test_a_waiver_says_it_was_recorded(client, vendor_admin, engagement):
+    gate = engagement.gates.get(kind="G1")
+    Gate.objects.filter(pk=gate.pk).update(state="decided", verdict="fail", stop_loss_review=True)
+    client.force_login(vendor_admin)
+    response = client.post(
+        reverse("gates:gate-review", args=[gate.pk]),
+        {"action": "waive", "justification": "accepted by the customer in writing"},
+        follow=True,
+    )
+    assert "G1 review recorded: waived" in response.content.decode()
+    assert Gate.objects.get(pk=gate.pk).state == "waived"
