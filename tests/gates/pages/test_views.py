@@ -157,3 +157,58 @@ def test_a_waiver_says_it_was_recorded(client, vendor_admin, engagement):
     )
     assert "G1 review recorded: waived" in response.content.decode()
     assert Gate.objects.get(pk=gate.pk).state == "waived"
+
+
+def _run_with_file(engagement) -> tuple[Run, object]:
+    import hashlib
+
+    from gates.models import Artifact
+
+    gate = engagement.gates.get(kind="G1")
+    run = Run.objects.create(
+        gate=gate, spec=gate.current_spec, attempt=1, log="probe gpu: ok\n", log_written=14
+    )
+    body = b'{"completed": 8}\n'
+    artifact = Artifact.objects.create(
+        run=run,
+        name="r1/bench-c8.json",
+        tool="vllm-bench",
+        sha256=hashlib.sha256(body).hexdigest(),
+        size=len(body),
+        content=body,
+    )
+    return run, artifact
+
+
+def test_a_raw_file_downloads_byte_for_byte_with_its_digest(client, customer_viewer, engagement):
+    run, artifact = _run_with_file(engagement)
+    client.force_login(customer_viewer)
+    page = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
+    assert artifact.sha256 in page and "Download the whole log" in page
+    response = client.get(reverse("gates:run-file", args=[run.pk]) + f"?id={artifact.pk}")
+    assert response.status_code == 200 and response.content == b'{"completed": 8}\n'
+    assert response["Content-Disposition"] == 'attachment; filename="bench-c8.json"'
+    assert response["Content-Digest"].startswith("sha-256=:")
+    log = client.get(reverse("gates:run-log", args=[run.pk]))
+    assert log.content == b"probe gpu: ok\n"
+
+
+def test_a_file_of_another_run_is_a_404_through_this_run(client, customer_viewer, engagement):
+    run, artifact = _run_with_file(engagement)
+    other = Run.objects.create(gate=run.gate, spec=run.spec, attempt=2)
+    client.force_login(customer_viewer)
+    url = reverse("gates:run-file", args=[other.pk]) + f"?id={artifact.pk}"
+    assert client.get(url).status_code == 404
+    assert client.get(reverse("gates:run-file", args=[run.pk]) + "?id=x").status_code == 404
+
+
+def test_the_gate_page_polls_only_its_runs_still_going(client, vendor_admin, engagement, host):
+    client.force_login(vendor_admin)
+    gate = engagement.gates.get(kind="G1")
+    client.post(reverse("gates:run-start", args=[gate.pk]), {"host": host.pk})
+    run = Run.objects.get()
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert f'data-run-api="{reverse("api:run-detail", args=[run.pk])}"' in page
+    Run.objects.filter(pk=run.pk).update(state="canceled", finished_at=run.created_at)
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert "data-run-api" not in page
