@@ -265,3 +265,46 @@ def test_a_bad_log_offset_is_a_400_naming_after(vendor_api, engagement):
     run = _logged_run(engagement, "", 0)
     response = vendor_api.get(reverse("api:run-detail", args=[run.pk]) + "?after=-3")
     assert response.status_code == 400 and response.json()["field"] == "after"
+
+
+def test_gate_clauses_carry_their_unit_and_comparison(
+    vendor_api, actor, vendor_viewer, engagement, host
+):
+    gate = engagement.gates.get(kind="G1")
+    run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
+    services.run_claim(run_id=run.pk)
+    cells = [
+        {
+            "metric": "ttft_p50",
+            "compare": "offload/baseline",
+            "change": "reduction",
+            "tier": 8,
+            "threshold": 25,
+            "estimate": 29.6,
+            "low": 26.0,
+            "high": 33.1,
+            "verdict": "pass",
+            "cause": "clears",
+        },
+        {
+            "metric": "ttft_p50",
+            "compare": "recompute/offload",
+            "change": "ratio",
+            "tier": 8,
+            "threshold": 8.6,
+            "estimate": 12.6,
+            "low": 11.0,
+            "high": 14.0,
+            "verdict": "pass",
+            "cause": "clears",
+        },
+        {"check": "gpu_count", "expected": 8, "observed": 8, "verdict": "pass", "cause": "ok"},
+    ]
+    services.decision_record(run_id=run.pk, result={"verdict": "pass", "clauses": cells})
+    clauses = vendor_api.get(reverse("api:gate-detail", args=[gate.pk])).json()["clauses"]
+    assert [(c["unit"], c["comparison"]) for c in clauses] == [
+        ("%", "reduction"),
+        ("x", "ratio"),
+        ("GPUs", "equals"),
+    ]
+    assert "observed" not in clauses[2]  # the API's clause shape is unchanged otherwise

@@ -102,3 +102,12 @@ def test_a_measurement_panel_carries_its_numbers_as_a_table():
     table = measurement_table(rows, ["ttft_p50"])
     assert table.headers == ["Repetition", "Tier", "Arm", "TTFT p50, ms"]
     assert table.rows == [[1, 8, "offload", 7530.0]]
+
+
+def test_times_carry_their_zone():
+    from datetime import UTC, datetime
+
+    from gates.pages.formatting import moment
+
+    assert moment(datetime(2026, 12, 1, 13, 18, 4, tzinfo=UTC)) == "2026-12-01 13:18:04 UTC"
+    assert moment(None) == "—"

@@ -128,3 +128,87 @@ def test_the_gate_page_shows_the_spec_field_by_field_and_what_the_new_version_ch
     assert "<code>expect.gpu_count</code></td><td>8</td><td>4</td>" in changes
     fields = page.split('id="spec-fields"')[1].split("</table>")[0]
     assert "<code>expect.gpu_count</code></td><td>4</td>" in fields
+
+
+def test_the_host_picker_offers_the_host_this_engagements_last_run_used(
+    client, actor, vendor_viewer, vendor_admin, customer_org, engagement
+):
+    from tests.conftest import make_host
+
+    make_host(customer_org, name="a-first")
+    second = make_host(customer_org, name="b-second")
+    g1 = engagement.gates.get(kind="G1")
+    run = services.run_create(actor=actor, viewer=vendor_viewer, gate=g1, host=second)
+    services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:gate-detail", args=[g1.pk])).content.decode()
+    assert f'<option value="{second.pk}" selected>' in page
+    assert "Run #1</a>" in page  # a labelled link, not a bare number
+
+
+def test_a_waiver_says_it_was_recorded(client, vendor_admin, engagement):
+    gate = engagement.gates.get(kind="G1")
+    Gate.objects.filter(pk=gate.pk).update(state="decided", verdict="fail", stop_loss_review=True)
+    client.force_login(vendor_admin)
+    response = client.post(
+        reverse("gates:gate-review", args=[gate.pk]),
+        {"action": "waive", "justification": "accepted by the customer in writing"},
+        follow=True,
+    )
+    assert "G1 review recorded: waived" in response.content.decode()
+    assert Gate.objects.get(pk=gate.pk).state == "waived"
+
+
+def _run_with_file(engagement) -> tuple[Run, object]:
+    import hashlib
+
+    from gates.models import Artifact
+
+    gate = engagement.gates.get(kind="G1")
+    run = Run.objects.create(
+        gate=gate, spec=gate.current_spec, attempt=1, log="probe gpu: ok\n", log_written=14
+    )
+    body = b'{"completed": 8}\n'
+    artifact = Artifact.objects.create(
+        run=run,
+        name="r1/bench-c8.json",
+        tool="vllm-bench",
+        sha256=hashlib.sha256(body).hexdigest(),
+        size=len(body),
+        content=body,
+    )
+    return run, artifact
+
+
+def test_a_raw_file_downloads_byte_for_byte_with_its_digest(client, customer_viewer, engagement):
+    run, artifact = _run_with_file(engagement)
+    client.force_login(customer_viewer)
+    page = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
+    assert artifact.sha256 in page and "Download the whole log" in page
+    response = client.get(reverse("gates:run-file", args=[run.pk]) + f"?id={artifact.pk}")
+    assert response.status_code == 200 and response.content == b'{"completed": 8}\n'
+    assert response["Content-Disposition"] == 'attachment; filename="bench-c8.json"'
+    assert response["Content-Digest"].startswith("sha-256=:")
+    log = client.get(reverse("gates:run-log", args=[run.pk]))
+    assert log.content == b"probe gpu: ok\n"
+
+
+def test_a_file_of_another_run_is_a_404_through_this_run(client, customer_viewer, engagement):
+    run, artifact = _run_with_file(engagement)
+    other = Run.objects.create(gate=run.gate, spec=run.spec, attempt=2)
+    client.force_login(customer_viewer)
+    url = reverse("gates:run-file", args=[other.pk]) + f"?id={artifact.pk}"
+    assert client.get(url).status_code == 404
+    assert client.get(reverse("gates:run-file", args=[run.pk]) + "?id=x").status_code == 404
+
+
+def test_the_gate_page_polls_only_its_runs_still_going(client, vendor_admin, engagement, host):
+    client.force_login(vendor_admin)
+    gate = engagement.gates.get(kind="G1")
+    client.post(reverse("gates:run-start", args=[gate.pk]), {"host": host.pk})
+    run = Run.objects.get()
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert f'data-run-api="{reverse("api:run-detail", args=[run.pk])}"' in page
+    Run.objects.filter(pk=run.pk).update(state="canceled", finished_at=run.created_at)
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert "data-run-api" not in page
