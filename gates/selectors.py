@@ -66,8 +66,25 @@ def readout_of(gate: Gate) -> dict:
         "spec_version": gate.latest_spec_version,
         "in_force_version": gate.in_force_version,
         "latest_decision": _decision_brief(gate),
-        "clauses": clause_rows(gate.latest_engine_clauses or []),
+        "clauses": [api_clause(row) for row in clause_rows(gate.latest_engine_clauses or [])],
     }
+
+
+# A clause row as the API gives it (gates.api.engagements.ClauseSerializer documents it; a test
+# holds the two alike): the pages' rows also carry `expected` and `observed`.
+API_CLAUSE_TEXT = ("metric", "tiers", "compare", "change", "unit", "comparison")
+API_CLAUSE_NUMBERS = ("threshold", "estimate", "low", "high")
+
+
+def api_clause(row: dict) -> dict:
+    numbers = {key: _float_or_none(row.get(key)) for key in API_CLAUSE_NUMBERS}
+    text = {key: row.get(key) for key in API_CLAUSE_TEXT}
+    return {**text, **numbers, "verdict": row.get("verdict"), "cause": row.get("cause")}
+
+
+def _float_or_none(value) -> float | None:
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if is_number else None
 
 
 def readout_is_current(readout: dict | None) -> bool:

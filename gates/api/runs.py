@@ -83,8 +83,11 @@ class RunSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(SoakSerializer(allow_null=True))
     def get_soak(self, run: Run) -> dict | None:
-        soak = Soak.objects.filter(run_id=run.pk).first()
-        return SoakSerializer(soak).data if soak else None
+        try:
+            soak = run.soak  # select_related by a list; one query for a single run
+        except Soak.DoesNotExist:
+            return None
+        return SoakSerializer(soak).data
 
     class Meta:
         model = Run
@@ -108,6 +111,14 @@ class RunSerializer(serializers.ModelSerializer):
             "soak",
             "log_tail",
         ]
+
+
+class RunListSerializer(RunSerializer):
+    """A run in a gate's list: no log (each run's would make a list of fifty runs weigh
+    megabytes); read one run for its `log_tail`."""
+
+    class Meta(RunSerializer.Meta):
+        fields = [name for name in RunSerializer.Meta.fields if name != "log_tail"]
 
 
 # The input serializer's rule "a host, or upload: true" as the schema states it.
@@ -158,11 +169,11 @@ class GateRunsApi(APIView):
                 raise serializers.ValidationError({"host": "give a host, or upload: true"})
             return data
 
-    @extend_schema(responses=RunSerializer(many=True))
+    @extend_schema(responses=RunListSerializer(many=True))
     def get(self, request, pk: int):
         gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
-        runs = gate.runs.select_related("spec", "host")
-        return Response(RunSerializer(runs, many=True).data)
+        runs = gate.runs.select_related("spec", "host", "soak").defer("log")
+        return Response(RunListSerializer(runs, many=True).data)
 
     @idempotent
     @extend_schema(request={"application/json": RUN_START_SCHEMA}, responses={202: RunSerializer})

@@ -44,3 +44,20 @@ def test_a_gate_read_by_token_costs_a_fixed_number_of_queries(
     with django_assert_num_queries(GATE_DETAIL_QUERIES):
         response = api.get(url)
     assert response.status_code == 200 and len(response.json()["clauses"]) == cells
+
+
+def test_a_gates_run_list_costs_a_fixed_number_of_queries_and_carries_no_logs(
+    django_assert_num_queries, vendor_admin, vendor_org, actor, vendor_viewer, engagement, host
+):
+    gate = engagement.gates.get(kind="G1")
+    for _ in range(3):
+        decide(actor, vendor_viewer, gate, host, cells=1)
+    api = token_client(vendor_admin, vendor_org)
+    url = reverse("api:gate-runs", args=[gate.pk])
+    assert api.get(url).status_code == 200
+    # The token; the memberships; the gate; its runs with spec, host and soak joined.
+    with django_assert_num_queries(4):
+        runs = api.get(url).json()
+    assert len(runs) == 3 and all("log_tail" not in run for run in runs)
+    one = api.get(reverse("api:run-detail", args=[runs[0]["id"]])).json()
+    assert "text" in one["log_tail"]

@@ -8,8 +8,9 @@ import pytest
 from django.urls import reverse
 
 from gates import services, specs
+from gates.api.engagements import ClauseSerializer
 from gates.models import Gate
-from gates.selectors import READOUT_SHAPE, gate_readout
+from gates.selectors import READOUT_SHAPE, api_clause, clause_rows, gate_readout
 from tests.contract import sign_as_both
 from tests.gates.test_tenancy import token_client
 
@@ -74,3 +75,17 @@ def test_a_readout_of_an_older_shape_or_none_is_rebuilt_on_read_and_stored(
         Gate.objects.filter(pk=gate.pk).update(readout=stale)
         assert read(api, gate) == expected
         assert Gate.objects.get(pk=gate.pk).readout == gate_readout(gate.pk)
+
+
+def test_the_stored_clauses_are_what_the_documented_clause_serializer_gives():
+    cells = [
+        {"metric": "ttft_p50", "compare": "offload/baseline", "change": "reduction", "tier": 4,
+         "threshold": 25, "estimate": 30, "low": 27.5, "high": 33, "verdict": "pass",
+         "cause": "clears"},
+        {"metric": "ttft_p50", "compare": "recompute/offload", "change": "ratio", "tiers": [8, 16],
+         "threshold": 8.6, "estimate": None, "verdict": "inconclusive", "cause": None},
+        {"check": "gpu_count", "expected": 8, "observed": 8, "verdict": "pass", "cause": "ok"},
+        {"check": "vllm_version", "expected": "0.20.1", "observed": "0.20.1", "verdict": "pass"},
+    ]  # fmt: skip
+    rows = clause_rows(cells)
+    assert [api_clause(row) for row in rows] == ClauseSerializer(rows, many=True).data
