@@ -126,7 +126,9 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
             services.soak_tick_record(tick, outcome)
         services.soak_tick_release(tick)
         added = SoakSample.objects.filter(run=run).count() - before
-        doubled.append((added, {w.seq for w in found[0].read.windows}, found[1].read.offset))
+        first, second = ({w.seq for w in outcome.read.windows} for outcome in found)
+        if first:  # else nothing was read twice (a window may land between the reads): again
+            doubled.append((added, first, second))
 
     run = tick_until_ended(run, during=two_reads_at_once)
     assert (run.state, run.outcome) == ("finished", "completed"), run.reason
@@ -135,8 +137,9 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
     seqs = assert_every_seq_once(run)
     # Windows stretch when a loaded box makes the bench slower than the window.
     assert len(seqs) >= SOAK_S // 2
-    added, first_read, _ = doubled[0]
-    assert added == len(first_read)  # both reads carried these windows; each stored once
+    added, first_read, second_read = doubled[0]
+    assert first_read <= second_read  # the second read carried them again...
+    assert added == len(second_read)  # ...and each was stored once
     samples = SoakSample.objects.filter(run=run)
     assert all(s.metrics["completed"] == 8 and s.metrics["failed"] == 0 for s in samples)
     # The first window fills the empty offload tier (its first prompt per prefix is computed,
