@@ -42,6 +42,7 @@ def run_execution(run: Run) -> RunPlan:
         accepted_inventory=None
         if run.gate.kind == "G1"
         else accepted_inventory(run.gate.engagement),
+        window_start=(run.started_at or run.created_at).timestamp(),
     )
 
 
