@@ -27,6 +27,7 @@ ERROR_DESCRIPTIONS = {
     409: "The request conflicts with the object's state (busy host, frozen spec, taken name).",
     413: "The body is larger than the API accepts.",
     415: "The body's media type is not accepted here.",
+    422: "The Idempotency-Key was used with another request in the last 24 h.",
     429: "Too many requests (or failed logins); retry after the Retry-After header.",
 }
 WRITE_METHODS = ("post", "put", "patch")
@@ -53,6 +54,8 @@ def error_statuses(path: str, method: str, operation: dict) -> list[int]:
         statuses += [400, 413, 415] + ([] if path in CONFLICT_FREE else [409])
     elif any(p.get("in") == "query" for p in operation.get("parameters", [])):
         statuses.append(400)
+    if any(p.get("name") == "Idempotency-Key" for p in operation.get("parameters", [])):
+        statuses.append(422)
     return sorted(statuses)
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import alerts, planner, views
+from gates.pages import alerts, inventory, planner, views
 
 app_name = "gates"
 
@@ -15,6 +15,8 @@ urlpatterns = [
     path("gates/<int:pk>/spec/sign/", views.spec_sign, name="spec-sign"),
     path("gates/<int:pk>/spec/reset/", views.gate_reset, name="gate-reset"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/inventory/amend/", inventory.inventory_amend, name="inventory-amend"),
+    path("engagements/<int:pk>/inventory/sign/", inventory.inventory_sign, name="inventory-sign"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/soak/", views.soak_control, name="soak-control"),
     path("planner/", planner.planner_page, name="planner"),

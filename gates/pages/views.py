@@ -17,6 +17,7 @@ from gates.health import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
 from gates.pages import dashboards
 from gates.pages.contract import gate_contract
+from gates.pages.inventory import engagement_inventory, run_can_amend_inventory
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import gate_clauses
@@ -53,6 +54,7 @@ def engagement_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "engagement": engagement,
             "gates": engagement.gates.all(),
             "viewer": viewer,
+            "inventory": engagement_inventory(engagement, viewer),
         },
     )
 
@@ -117,6 +119,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and viewer.can("soak.control")
             and soak.state == "active",
             "figures": dashboards.run_panels(run),
+            "can_amend_inventory": run_can_amend_inventory(run, viewer),
         },
     )
 

@@ -52,6 +52,12 @@ from gates.services.hosts import (
     host_set_credential,
     host_target,
 )
+from gates.services.inventory import (
+    accepted_inventory,
+    inventory_amendment_pending,
+    inventory_amendment_propose,
+    inventory_amendment_sign,
+)
 from gates.services.planning import engagement_kv_plan_save
 from gates.services.recording import (
     ClaimLostError,
@@ -100,6 +106,7 @@ __all__ = [
     "ServiceError",
     "SoakTick",
     "SpecChange",
+    "accepted_inventory",
     "alert_acknowledge",
     "alert_acknowledge_link",
     "alert_claim_due",
@@ -136,6 +143,9 @@ __all__ = [
     "host_rotate_credentials",
     "host_set_credential",
     "host_target",
+    "inventory_amendment_pending",
+    "inventory_amendment_propose",
+    "inventory_amendment_sign",
     "party_key_register",
     "run_assert_lease",
     "run_cancel",
