@@ -4,17 +4,20 @@ customer has signed too does a later G3 run accept the changed host."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from gates import services
+from gates import services, sshsig
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import Alert, AuditEvent, InventoryAmendment, InventorySignature
 from gates.models.appendonly import AppendOnlyError
 from gates.services.contract import SupersededSpecError
 from gates.tenancy import viewer_for_user
+from tests.gates.test_sshsig import keygen, needs_ssh_keygen, ssh_sign
 from tests.runners.test_contract_check import change_host, g3_after_g1, servers_started
 from tests.runners.test_gate_programs import drive, start, tasks_run_here  # noqa: F401
 from tests.simhosts import local_simhost
@@ -105,8 +108,9 @@ def test_proposing_twice_makes_one_amendment_and_a_superseded_one_cannot_be_sign
         newer.delete()
 
 
+@needs_ssh_keygen
 def test_the_api_shows_the_proposal_and_takes_the_signatures(
-    vendor_admin, customer_owner, updated_driver, engagement
+    vendor_admin, customer_owner, updated_driver, engagement, tmp_path
 ):
     invalid_run, _ = updated_driver
     vendor, customer = APIClient(), APIClient()
@@ -123,12 +127,23 @@ def test_the_api_shows_the_proposal_and_takes_the_signatures(
     assert refused.status_code == 403
     sign_url = reverse("api:engagement-inventory-sign", args=[engagement.pk])
     body = {"amendment": proposed["id"], "digest": proposed["digest"]}
-    for client in (vendor, customer):
-        assert client.post(sign_url, body, format="json").status_code == 200
+    assert vendor.post(sign_url, body, format="json").status_code == 200
+    # The customer signs with their own registered Ed25519 key (ssh-keygen -Y sign).
+    key = keygen(tmp_path)
+    public_key = Path(f"{key}.pub").read_text()
+    registered = customer.post(reverse("api:party-keys"), {"public_key": public_key}, format="json")
+    wrong = {**body, "ssh_signature": ssh_sign(key, "0" * 64, tmp_path)}
+    refused = customer.post(sign_url, wrong, format="json")
+    assert (refused.status_code, refused.json()["field"]) == (400, "ssh_signature")
+    good = {**body, "ssh_signature": ssh_sign(key, proposed["digest"], tmp_path)}
+    assert customer.post(sign_url, good, format="json").status_code == 200
     view = customer.get(reverse("api:engagement-inventory", args=[engagement.pk])).json()
     assert view["source"] == "amendment" and view["proposed"] is None
     assert view["accepted"]["driver_version"] == "550.90.07"
-    assert {s["party"] for s in view["in_force"]["signatures"]} == {"vendor", "customer"}
+    signatures = {s["party"]: s for s in view["in_force"]["signatures"]}
+    assert set(signatures) == {"vendor", "customer"}
+    assert signatures["customer"]["key_fingerprint"] == registered.json()["fingerprint"]
+    assert sshsig.verify(signatures["customer"]["ssh_signature"], proposed["digest"].encode())
 
 
 def test_the_pages_offer_the_proposal_and_the_signature(
