@@ -12,7 +12,9 @@ true effects. Three tables:
    bar as 40 % is above 25 %): the engine, the same engine with no family-wise control (each
    cell decided alone), and the three rules cell by cell (the gate passes when every cell does);
 3. across attempts: a team re-runs every attempt that is not a pass, up to the cap (the
-   engine's 2, with the budget split) or 10 times for the rules that have no cap.
+   engine's 2, with the budget split) or 10 times for the rules that have no cap;
+4. pooling one clause's sd across its 3 tiers (`statistics.pool_tiers`) beside each tier on its
+   own sd: tiers at the bar with alike, unequal or shared noise, and tiers clear of it.
 
     .venv/bin/python bench/decision_error_rates.py [--gates 20000] [--seed 2026]
 
@@ -213,6 +215,63 @@ def _ever_passed(rng, reduction, cv, gates, attempts, *, split: bool) -> float:
     return float(ever.mean())
 
 
+POOLING_ROWS = (
+    # (label, true reduction % per tier, CV per tier, share of the noise the tiers share)
+    ("every tier at its bar, alike noise", (25.0,) * 3, (0.10,) * 3, 0.0),
+    ("every tier at its bar, tier 1 noisier (1.5x)", (25.0,) * 3, (0.15, 0.10, 0.10), 0.0),
+    (
+        "every tier at its bar, tiers move together (half the noise shared)",
+        (25.0,) * 3,
+        (0.10,) * 3,
+        0.5,
+    ),
+    ("every tier at 35 %", (35.0,) * 3, (0.10,) * 3, 0.0),
+    ("every tier at 40 %", (40.0,) * 3, (0.20,) * 3, 0.0),
+)
+
+
+def pooling_table(rng, gates: int) -> list[str]:
+    lines = [
+        "| one clause at 3 tiers | per-tier sd: tier 1 pass | tier 1 fail | clause pass | "
+        "mean reps | pooled: tier 1 pass | tier 1 fail | clause pass | mean reps | looks pooled |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    the_plan = plan(3)
+    for label, reductions, cvs, shared in POOLING_ROWS:
+        margins = _tier_margins(rng, reductions, cvs, shared, gates)
+        cells = []
+        for groups in (None, np.zeros(3, dtype=int)):
+            outcome = decide_cells(
+                margins, the_plan, sd_floor=SPEC.statistics.sd_floor, groups=groups
+            )
+            first = outcome.verdict[:, 0]
+            cells += [
+                f"{(first == PASS).mean():.1%}",
+                f"{(first == FAIL).mean():.1%}",
+                f"{(outcome.verdict == PASS).all(axis=1).mean():.1%}",
+                f"{used_repetitions(outcome, the_plan).max(axis=1).mean():.1f}",
+            ]
+        cells.append(f"{(outcome.pooled > 1).mean():.0%}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _tier_margins(rng, reductions, cvs, shared: float, gates: int) -> np.ndarray:
+    """(gates, 3, reps) margins of "ttft_p50 reduction >= 25 %": per tier, each arm's lognormal
+    noise of that CV, `shared` of its variance common to the tiers (one server session)."""
+    common = [arm_noise(rng, 0.10, gates) for _ in range(2)]
+    tiers = []
+    for reduction, cv in zip(reductions, cvs, strict=True):
+        scale = cv / 0.10
+        arms = [
+            scale * (math.sqrt(shared) * c + math.sqrt(1 - shared) * arm_noise(rng, 0.10, gates))
+            for c in common
+        ]
+        logs = math.log(1 - reduction / 100) + arms[0] - arms[1]
+        tiers.append(clause_margins(logs, "reduction", 0.75))
+    return np.stack(tiers, axis=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gates", type=int, default=20_000, help="simulated gates per row")
@@ -224,6 +283,7 @@ def main() -> None:
         clause_table(rng, args.gates),
         gate_table(rng, args.gates),
         attempts_table(rng, args.gates),
+        pooling_table(rng, args.gates),
     ):
         print("\n".join(lines), end="\n\n")
     one = plan(1)

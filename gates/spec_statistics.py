@@ -17,6 +17,8 @@ STATISTICS = {
         "noise_cv_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 200},
         "min_power": {"type": "number", "minimum": 0, "maximum": 0.99},
         "require_power": {"type": "boolean"},
+        # Pool a clause's sd across its tiers where the data support it (decisions.md).
+        "pool_tiers": {"type": "boolean"},
         "outliers": {
             "type": "object",
             "properties": {

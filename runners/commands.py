@@ -242,6 +242,8 @@ PLACEHOLDERS: dict[str, Kind] = {
     # cold_recovery's flush phase (docs/gates.md): how many unrelated prompts, and their seed.
     "flush_prompts": integer(1, 10_000_000),
     "flush_seed": integer(0, 2**32 - 1),
+    # MiB a GPU may hold before the run's first server starts (runners/contract.py).
+    "gpu_memory_held_max_mib": number(0.0, 1_048_576.0),
     # simhost, the emulated host: its scenario, host description, faults and time scale.
     "time_scale": number(0.0, 1000.0, low_open=True),
     "sim_scenario": choice("offload-helps", "offload-does-not-help"),

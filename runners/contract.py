@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from runners.adapters.kernel_log import CRITICAL_XIDS
 from runners.errors import ContractError, InfrastructureError
 
 # Host memory is read from MemTotal, which a kernel update can move by a few MiB.
 HOST_MEMORY_TOLERANCE = 0.01
+# MiB a GPU may show in use before the run's first server starts (the host parameter
+# gpu_memory_held_max_mib overrides it): the driver's context and a monitoring agent stay
+# well under it; a model someone left loaded, in a container nvidia-smi cannot see into, does not.
+GPU_MEMORY_HELD_MAX_MIB = 1024.0
 
 
 def inventory_of(facts: dict) -> dict[str, Any]:
@@ -52,9 +57,16 @@ def difference_text(difference: dict) -> str:
     )
 
 
-def host_unfit(health: dict | None) -> list[str]:
-    """Why the host cannot be measured now (someone else's job on a GPU, a GPU slowing down,
-    memory errors); empty when fit or when the smi tool reports none of these."""
+def host_unfit(
+    health: dict | None,
+    *,
+    held_max_mib: float | None = None,
+    xid_events: list[dict] | None = None,
+    since: float | None = None,
+) -> list[str]:
+    """Why the host cannot be measured now (someone else's job or memory on a GPU, a GPU
+    slowing down, memory errors, an XID since `since`); empty when fit or when the tools
+    report none of these. `held_max_mib` None skips the free-memory check (a server may run)."""
     problems = []
     for gpu in (health or {}).get("gpus", []):
         where = f"GPU {gpu['index']}"
@@ -63,11 +75,48 @@ def host_unfit(health: dict | None) -> list[str]:
                 f"{where}: foreign process {process.get('name')!r} (pid {process.get('pid')}) "
                 f"holds {process.get('used_memory_mib')} MiB"
             )
+        held = gpu.get("memory_used_mib")
+        if not gpu.get("compute_processes") and _over(held, held_max_mib):
+            problems.append(
+                f"{where}: {held:.0f} MiB of GPU memory held before any server started "
+                f"(tolerance {held_max_mib:.0f} MiB; no process visible to nvidia-smi)"
+            )
         for reason in gpu.get("slowdown_reasons", []):
             problems.append(f"{where}: clocks held down ({reason})")
         if gpu.get("ecc_uncorrectable"):
             problems.append(f"{where}: {gpu['ecc_uncorrectable']} uncorrectable ECC error(s)")
-    return problems
+    return problems + xid_faults(xid_events or [], health, since)
+
+
+def xid_faults(events: list[dict], health: dict | None, since: float | None) -> list[str]:
+    """The critical XIDs logged since `since` (the run's start), each with its GPU and code.
+    An XID line without a readable time counts: nothing shows it predates the run."""
+    gpus = _gpus_by_pci(health)
+    return [
+        f"{gpus.get(_pci_key(event['pci']), 'GPU at PCI ' + event['pci'])}: XID {event['code']} "
+        f"({CRITICAL_XIDS[event['code']]}) in the kernel log: {event['text'][:120]}"
+        for event in events
+        if event.get("critical")
+        and (since is None or event.get("time") is None or event["time"] >= since)
+    ]
+
+
+def _gpus_by_pci(health: dict | None) -> dict[str, str]:
+    return {
+        _pci_key(gpu["pci_bus_id"]): f"GPU {gpu['index']}"
+        for gpu in (health or {}).get("gpus", [])
+        if gpu.get("pci_bus_id")
+    }
+
+
+def _pci_key(address: str) -> str:
+    """Bus and device of a PCI address (the XID line: 0000:3b:00; nvidia-smi: 00000000:3B:00.0)."""
+    parts = address.lower().split(".")[0].split(":")
+    return ":".join(parts[-2:])
+
+
+def _over(value: object, limit: float | None) -> bool:
+    return limit is not None and isinstance(value, (int, float)) and value > limit
 
 
 def _same(name: str, expected: Any, seen: Any) -> bool:
@@ -76,7 +125,15 @@ def _same(name: str, expected: Any, seen: Any) -> bool:
     return expected == seen
 
 
-def check_host(accepted: dict | None, facts: dict, health: dict | None, *, step: str) -> str:
+def check_host(
+    accepted: dict | None,
+    facts: dict,
+    health: dict | None,
+    *,
+    step: str,
+    held_max_mib: float = GPU_MEMORY_HELD_MAX_MIB,
+    since: float | None = None,
+) -> str:
     """Raise ContractError on an inventory change, InfrastructureError on an unfit host;
     otherwise say, for the run log, what was compared."""
     differences = inventory_differences(accepted, inventory_of(facts)) if accepted else []
@@ -95,7 +152,9 @@ def check_host(accepted: dict | None, facts: dict, health: dict | None, *, step:
             differences=differences,
             step=step,
         )
-    problems = host_unfit(health)
+    problems = host_unfit(
+        health, held_max_mib=held_max_mib, xid_events=facts.get("xid_events"), since=since
+    )
     if problems:
         raise InfrastructureError(
             "the host is not fit to measure: " + "; ".join(problems), permanent=True, step=step

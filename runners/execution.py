@@ -46,6 +46,7 @@ class RunPlan:
     keep_run_dir: bool = False
     accepted_inventory: dict | None = None
     context_tokens: int | None = None
+    window_start: float | None = None
 
     def __post_init__(self) -> None:
         checked_values(self.values)
@@ -77,6 +78,7 @@ class RunPlan:
             max_tokens=self.max_tokens,
             accepted_inventory=self.accepted_inventory,
             context_tokens=self.context_tokens,
+            window_start=self.window_start,
         )
 
 

@@ -18,6 +18,7 @@ PROBE_TOOLS = {
     "disk": "df",
     "kernel": "uname",
     "rocm_version": "rocm-version",
+    "kernel_log": "kernel-log",
 }
 # A kept file: its content and the name it came under (an uploaded file's name, a step's path).
 NamedFile = tuple[bytes, str]
@@ -188,6 +189,8 @@ def _host_fact(name: str, parsed: dict) -> dict:
         return {"kernel": parsed.get("kernel_release")}
     if name == "rocm_version":
         return {"rocm_version": parsed.get("version")}
+    if name == "kernel_log":
+        return {"xid_events": parsed.get("xid_events")}
     return {}
 
 

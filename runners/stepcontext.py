@@ -35,6 +35,8 @@ class StepContext:
     context_tokens: int | None = None
     # The inventory G1 accepted (runners.contract.inventory_of); None when none was.
     accepted_inventory: dict | None = None
+    # When the run started (epoch seconds): an XID logged since then falls in its window.
+    window_start: float | None = None
 
     @property
     def base_url(self) -> str:
@@ -54,6 +56,10 @@ class StepProgress:
     waiting_on: str | None = None
     # The run is handed to another driver (a G4 soak: the collector's beat ticks).
     handoff: bool = False
+
+
+def probe_values(ctx: StepContext) -> dict:
+    return {**ctx.values, "run_dir": ctx.run_dir}
 
 
 def remote_dir(ctx: StepContext, step: dict) -> str:

@@ -8,19 +8,16 @@ fixed templates, filled with validated values.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 from runners import adapters, servers, soakhost
-from runners.adapters.errors import FormatProblem
-from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.cleanup import MARKER
 from runners.commands import fill, to_shell
-from runners.contract import check_host, inventory_of
 from runners.errors import BenchmarkError, SpecError
+from runners.hostcheck import contract_step, xid_check
 from runners.plans import WARMUP_PROMPTS
 from runners.results import (
     Artifact,
@@ -41,6 +38,7 @@ from runners.stepcontext import (
     SHORT_COMMAND_S,
     StepContext,
     StepProgress,
+    probe_values,
     remote_dir,
     tail_of,
 )
@@ -79,7 +77,7 @@ def _prepare(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 
 def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     name = step["probe"]
-    argv = fill(ctx.commands["probes"][name], _probe_values(ctx))
+    argv = fill(ctx.commands["probes"][name], probe_values(ctx))
     result = ctx.transport.run(argv, timeout=SHORT_COMMAND_S)
     proof = probe_proof(name, result.stdout.encode(), source=step["name"])
     if not result.ok:
@@ -90,27 +88,6 @@ def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return StepProgress(
         True, {"facts": proof.facts}, proof.artifacts, facts=proof.facts, log=f"probe {name}: ok\n"
     )
-
-
-def _contract(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
-    """Re-probe the host and hold it to the accepted inventory, before any server starts."""
-    facts: dict = {}
-    artifacts: list[Artifact] = []
-    health = None
-    for name in step["probes"]:
-        result = ctx.transport.run(
-            fill(ctx.commands["probes"][name], _probe_values(ctx)), timeout=SHORT_COMMAND_S
-        )
-        if not result.ok:
-            continue
-        proof = probe_proof(name, result.stdout.encode(), source=step["name"])
-        artifacts += proof.artifacts
-        facts.update({k: v for k, v in proof.facts.items() if facts.get(k) is None})
-        if name == "gpu_nvidia":
-            with contextlib.suppress(adapters.AdapterError, FormatProblem):
-                health = parse_gpu_health_xml(result.stdout)
-    log = check_host(ctx.accepted_inventory, facts, health, step=step["name"])
-    return StepProgress(True, {"contract": inventory_of(facts)}, artifacts, log=log)
 
 
 def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -157,6 +134,7 @@ def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     ctx.transport.kill(remote_dir(ctx, {**step, "kind": "serve"}))
     if offload_server(ctx.commands, ctx.values, step.get("arm_kind", "")) is not None:
         ctx.transport.kill(remote_dir(ctx, {**step, "kind": "offload_server"}))
+    xid_check(step, ctx)
     return StepProgress(True, log=f"{step['name']}: stopped\n")
 
 
@@ -356,10 +334,6 @@ def _workload_values(workload: dict) -> dict:
     return values
 
 
-def _probe_values(ctx: StepContext) -> dict:
-    return {**ctx.values, "run_dir": ctx.run_dir}
-
-
 def _healthy(ctx: StepContext) -> bool:
     argv = fill(
         ["{python}", "{run_dir}/hostctl.py", "health", "{base_url}"],
@@ -388,7 +362,7 @@ def _soak(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 EXECUTORS: dict[str, Any] = {
     "prepare": _prepare,
     "probe": _probe,
-    "contract": _contract,
+    "contract": contract_step,
     "serve": _serve,
     "stop": _stop,
     "offload_server": offload_server_step,

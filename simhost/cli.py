@@ -1,6 +1,6 @@
 """`python -m simhost`: the command line of the vLLM host TEST DOUBLE.
 
-Subcommands serve, bench, smi, version, tier, meminfo, simulate, scenarios. Bad flags get one
+Subcommands serve, bench, smi, version, tier, meminfo, dmesg, simulate, scenarios. Bad flags get one
 line on stderr and exit status 2. aiohttp and prometheus_client are imported only by serve and
 bench, so the probes run on a bare Python 3.9.
 """
@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from simhost import __version__
@@ -25,7 +25,14 @@ from simhost.hostconfig import (
 )
 from simhost.scenarios import ARMS, SCENARIOS, bench_command, serve_command
 from simhost.serveargs import UsageError, add_serve_arguments, serve_settings
-from simhost.smi import FORMATS, GpuLive, SmiQueryError, SmiUnavailableError, render
+from simhost.smi import (
+    FORMATS,
+    GpuLive,
+    SmiQueryError,
+    SmiUnavailableError,
+    render,
+    render_kernel_log,
+)
 from simhost.statefile import read_live_states, state_dir
 
 DESCRIPTION = (
@@ -82,6 +89,9 @@ def build_parser() -> OneLineParser:
     tier = commands.add_parser("tier", parents=common, help="report the offload tier")
     tier.add_argument("--json", action="store_true")
     commands.add_parser("meminfo", parents=common, help="host memory as /proc/meminfo shows it")
+    commands.add_parser(
+        "dmesg", parents=common, help="kernel log as `dmesg --time-format iso` (XID faults)"
+    )
     _add_simulate(commands, common)
     scenarios = commands.add_parser("scenarios", help="list scenarios or print one's commands")
     scenarios.add_argument("name", nargs="?", choices=sorted(SCENARIOS))
@@ -110,7 +120,8 @@ def _live_gpus(host: HostConfig, directory: str) -> List[GpuLive]:
         for index in range(min(host.gpu_count, len(state.memory_used_mib))):
             used[index] += state.memory_used_mib[index]
             busy[index] = max(busy[index], state.utilization_pct[index])
-    for process in host.gpu_health.foreign_processes:  # someone else's job holds memory too
+    held = [*host.gpu_health.foreign_processes, *host.gpu_health.held_memory]
+    for process in held:  # someone else's job holds memory too, seen by nvidia-smi or not
         if 0 <= process.gpu < host.gpu_count:
             used[process.gpu] += process.used_memory_mib
     return [GpuLive(max(1.0, min(u, host.gpu_memory_mib)), b) for u, b in zip(used, busy)]  # noqa: B905 (3.9)
@@ -118,7 +129,7 @@ def _live_gpus(host: HostConfig, directory: str) -> List[GpuLive]:
 
 def cmd_smi(args: argparse.Namespace, host: HostConfig, environ: Mapping[str, str]) -> int:
     fmt = args.format or ("nvidia-xml" if host.gpu_vendor == "nvidia" else "rocm-json")
-    live = _live_gpus(host, args.state_dir or state_dir(environ))
+    live = _live_gpus(host, args.state_dir or state_dir(environ, args.host_config))
     options = [o.strip() for o in args.csv_options.split(",") if o.strip()]
     try:
         query = (
@@ -150,6 +161,11 @@ def cmd_meminfo(host: HostConfig) -> int:
     print("MemTotal:       {:>12} kB".format(total_kb))
     print("MemFree:        {:>12} kB".format(int(total_kb * 0.9)))
     print("MemAvailable:   {:>12} kB".format(int(total_kb * 0.95)))
+    return 0
+
+
+def cmd_dmesg(host: HostConfig) -> int:
+    sys.stdout.write(render_kernel_log(host, datetime.now(timezone.utc)))
     return 0
 
 
@@ -230,6 +246,7 @@ def _dispatch(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         "version": lambda: print(host.vllm_version) or 0,
         "tier": lambda: cmd_tier(args, host),
         "meminfo": lambda: cmd_meminfo(host),
+        "dmesg": lambda: cmd_dmesg(host),
         "simulate": lambda: cmd_simulate(args, host),
     }
     try:

@@ -39,13 +39,34 @@ class ForeignProcess:
 
 
 @dataclass(frozen=True)
+class HeldMemory:
+    """GPU memory in use with no process nvidia-smi can name (a job in another container)."""
+
+    gpu: int
+    used_memory_mib: int
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    """An NVIDIA XID line `simhost dmesg` prints, `seconds_ago` before each read of the log."""
+
+    gpu: int
+    code: int
+    message: str = "GPU has fallen off the bus."
+    seconds_ago: float = 0.0
+
+
+@dataclass(frozen=True)
 class GpuHealth:
-    """Fault knobs for the smi output: foreign processes, active clock-throttle reasons
-    (nvidia-smi's names without the prefix, e.g. "hw_slowdown"), volatile uncorrectable ECC."""
+    """Fault knobs for the smi output: foreign processes, memory held without a visible
+    process, active clock-throttle reasons (nvidia-smi's names without the prefix, e.g.
+    "hw_slowdown"), volatile uncorrectable ECC; and XID lines for the kernel log."""
 
     foreign_processes: Tuple[ForeignProcess, ...] = ()
     throttle_reasons: Tuple[str, ...] = ()
     ecc_uncorrectable: int = 0
+    held_memory: Tuple[HeldMemory, ...] = ()
+    xid_events: Tuple[XidEvent, ...] = ()
 
 
 THROTTLE_REASONS = (
@@ -194,7 +215,41 @@ def _health(data: Any, source: str) -> GpuHealth:
     ecc = data.get("ecc_uncorrectable", 0)
     if not isinstance(ecc, int) or isinstance(ecc, bool) or ecc < 0:
         raise HostConfigError("{}: field gpu_health.ecc_uncorrectable must be >= 0".format(source))
-    return GpuHealth(tuple(processes), reasons, ecc)
+    return GpuHealth(
+        tuple(processes), reasons, ecc, _held_memory(data, source), _xid_events(data, source)
+    )
+
+
+def _items(data: Mapping[str, Any], name: str, source: str) -> List[Tuple[str, Mapping]]:
+    found = []
+    for i, item in enumerate(data.get(name) or []):
+        where = "{} gpu_health.{}[{}]".format(source, name, i)
+        if not isinstance(item, Mapping):
+            raise HostConfigError("{}: must be an object".format(where))
+        found.append((where, item))
+    return found
+
+
+def _held_memory(data: Mapping[str, Any], source: str) -> Tuple[HeldMemory, ...]:
+    return tuple(
+        HeldMemory(_field(item, "gpu", int, where), _field(item, "used_memory_mib", int, where))
+        for where, item in _items(data, "held_memory", source)
+    )
+
+
+def _xid_events(data: Mapping[str, Any], source: str) -> Tuple[XidEvent, ...]:
+    events = []
+    for where, item in _items(data, "xid_events", source):
+        merged = dict({"message": XidEvent.message, "seconds_ago": 0.0}, **item)
+        events.append(
+            XidEvent(
+                gpu=_field(merged, "gpu", int, where),
+                code=_field(merged, "code", int, where),
+                message=_field(merged, "message", str, where),
+                seconds_ago=_field(merged, "seconds_ago", float, where),
+            )
+        )
+    return tuple(events)
 
 
 def host_config_from_dict(data: Mapping[str, Any], source: str) -> HostConfig:

@@ -213,7 +213,7 @@ def serve_settings(
         faults=fault_config(values, read_file),
         host_config=host,
         gpu_memory_utilization=args.gpu_memory_utilization,
-        state_dir=args.state_dir or state_dir(environ),
+        state_dir=args.state_dir or state_dir(environ, args.host_config),
         load_time_s=max(0.0, args.load_time_s),
         num_gpu_blocks_override=values.get("num_gpu_blocks_override"),
     )

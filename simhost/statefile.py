@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
 ENV_STATE_DIR = "SIMHOST_STATE_DIR"
 
@@ -25,11 +25,15 @@ class ServerState:
     utilization_pct: List[float]  # per GPU
 
 
-def state_dir(environ: Mapping[str, str]) -> str:
-    """$SIMHOST_STATE_DIR, else a per-user folder under the system temp dir."""
+def state_dir(environ: Mapping[str, str], host_config: Optional[str] = None) -> str:
+    """$SIMHOST_STATE_DIR, else a folder beside the --host-config file (each emulated host has
+    its own GPUs: two on one machine must not see each other's servers), else a per-user
+    folder under the system temp dir."""
     configured = environ.get(ENV_STATE_DIR)
     if configured:
         return configured
+    if host_config:
+        return os.path.join(os.path.dirname(os.path.abspath(host_config)), "simhost-state")
     return os.path.join(tempfile.gettempdir(), "simhost-state-{}".format(os.getuid()))
 
 

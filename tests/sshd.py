@@ -49,8 +49,11 @@ MaxStartups 50
 MaxSessions 20
 Subsystem sftp internal-sftp
 LogLevel VERBOSE
-SetEnv SHLVL=1
+SetEnv SHLVL=1 PYTHONPATH={repo}
 """
+# The emulated host over SSH must run this checkout's simhost: a login shell has no PYTHONPATH,
+# and the interpreter's editable install may point at another checkout of Tollgate.
+REPO = Path(__file__).resolve().parents[1]
 
 
 def generate_key(path: Path, comment: str = "tollgate-test", key_type: str = "ed25519") -> str:
@@ -170,7 +173,11 @@ class SshServer:
 
     def _write_config(self) -> None:
         text = _CONFIG.format(
-            address=self.address, port=self.port, host_key=self.host_key_path, workdir=self.workdir
+            address=self.address,
+            port=self.port,
+            host_key=self.host_key_path,
+            workdir=self.workdir,
+            repo=REPO,
         )
         (self.workdir / "sshd_config").write_text(text)
 

@@ -33,6 +33,7 @@ EVENTS: dict[str, EventKind] = {
         EventKind("soak_early_stop", "soak stopped early"),
         EventKind("soak_provisional_change", "soak provisional verdict changed"),
         EventKind("spec_proposed", "spec version proposed"),
+        EventKind("inventory_proposed", "amended host inventory proposed"),
         EventKind("orchestrator_silent", "Tollgate has gone silent", critical=True),
     )
 }

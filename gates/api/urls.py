@@ -7,6 +7,7 @@ from gates.api import (  # noqa: F401 (schema: auth scheme)
     engagements,
     evidence,
     hosts,
+    inventory,
     planner,
     runs,
     schema,
@@ -21,6 +22,21 @@ urlpatterns = [
     path("engagements/", engagements.EngagementListApi.as_view(), name="engagement-list"),
     path(
         "engagements/<int:pk>/", engagements.EngagementDetailApi.as_view(), name="engagement-detail"
+    ),
+    path(
+        "engagements/<int:pk>/inventory/",
+        inventory.EngagementInventoryApi.as_view(),
+        name="engagement-inventory",
+    ),
+    path(
+        "engagements/<int:pk>/inventory/amend/",
+        inventory.InventoryAmendApi.as_view(),
+        name="engagement-inventory-amend",
+    ),
+    path(
+        "engagements/<int:pk>/inventory/sign/",
+        inventory.InventorySignApi.as_view(),
+        name="engagement-inventory-sign",
     ),
     path("gates/<int:pk>/", engagements.GateDetailApi.as_view(), name="gate-detail"),
     path("gates/<int:pk>/spec/", contract.GateSpecApi.as_view(), name="gate-spec"),

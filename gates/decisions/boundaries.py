@@ -34,20 +34,24 @@ def spent_level(level: float, fraction: float) -> float:
 
 
 def critical_values(
-    looks: tuple[int, ...], max_repetitions: int, level: float
+    looks: tuple[int, ...], max_repetitions: int, level: float, pool: int = 1
 ) -> tuple[float, ...]:
     """The critical t per look: a cell crosses at look i when its t reaches value i.
 
     Over all looks together a cell whose true margin is 0 crosses with chance `level` (one side).
+    `pool` cells sharing one variance estimate (the cell's own and pool - 1 others of the same
+    spread): at n repetitions its t has pool * (n - 1) degrees of freedom instead of n - 1.
     """
     if level <= 0:
         return tuple(math.inf for _ in looks)
-    return _critical_values(tuple(looks), int(max_repetitions), round(float(level), 15))
+    return _critical_values(tuple(looks), int(max_repetitions), round(float(level), 15), pool)
 
 
 @lru_cache(maxsize=512)
-def _critical_values(looks: tuple[int, ...], max_repetitions: int, level: float) -> tuple:
-    paths = _null_t_statistics(looks)
+def _critical_values(
+    looks: tuple[int, ...], max_repetitions: int, level: float, pool: int = 1
+) -> tuple:
+    paths = _null_t_statistics(looks, pool)
     alive = np.ones(paths.shape[0], dtype=bool)
     crossed = 0
     values = []
@@ -71,18 +75,25 @@ def _top_quantile(values: np.ndarray, count: int) -> float:
 
 
 @lru_cache(maxsize=16)
-def _null_t_statistics(looks: tuple[int, ...]) -> np.ndarray:
-    """t statistics of standard normal samples at each look, shape (NULL_PATHS, looks)."""
+def _null_t_statistics(looks: tuple[int, ...], pool: int = 1) -> np.ndarray:
+    """t statistics of standard normal samples at each look, shape (NULL_PATHS, looks); with
+    `pool` > 1 the variance also takes the squares of pool - 1 other cells' samples."""
     rng = np.random.default_rng(BOUNDARY_SEED)
     total = np.zeros(NULL_PATHS)
     squares = np.zeros(NULL_PATHS)
+    # Each new repetition adds one chi-square(1) to another cell's sum of squared deviations
+    # (Helmert), independent of its mean: pool - 1 cells add a chi-square(pool - 1).
+    others = np.zeros(NULL_PATHS)
     found = np.empty((NULL_PATHS, len(looks)))
     for size in range(1, looks[-1] + 1):
         draw = rng.standard_normal(NULL_PATHS)
         total += draw
         squares += draw * draw
+        if pool > 1 and size > 1:
+            others += rng.chisquare(pool - 1, NULL_PATHS)
         if size in looks:
             mean = total / size
-            variance = (squares - size * mean * mean) / (size - 1)
+            deviations = squares - size * mean * mean + others
+            variance = deviations / (pool * (size - 1))
             found[:, looks.index(size)] = mean / np.sqrt(variance / size)
     return found

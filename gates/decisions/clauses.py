@@ -49,12 +49,14 @@ class ValidityLimits:
 class StatisticsRules:
     """The spec's error bookkeeping: attempts the error budget is split over, the floor under
     a cell's sd of log-ratios, how many disturbed repetitions may be re-run, and the server
-    preemptions in one bench beyond which its repetition counts as disturbed."""
+    preemptions in one bench beyond which its repetition counts as disturbed; whether a
+    clause's sd is pooled across its tiers where the data support it."""
 
     attempts: int = 1
     sd_floor: float = 0.0
     max_reruns: int = 0
     max_preemptions: int | None = None
+    pool_tiers: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ def parse_statistics(spec: dict) -> StatisticsRules:
         sd_floor=float(rules.get("sd_floor", 0.0)),
         max_reruns=rules.get("outliers", {}).get("max_reruns", 0),
         max_preemptions=rules.get("outliers", {}).get("max_preemptions"),
+        pool_tiers=bool(rules.get("pool_tiers", False)),
     )
 
 

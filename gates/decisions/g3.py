@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from gates.decisions import readout
 from gates.decisions.clauses import Clause, G3Spec, parse_g3_spec
@@ -57,9 +58,8 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
     )
     aside = set_aside_disturbed(checks, parsed.statistics.max_reruns)
     kept = [item for item in items if item.repetition not in aside]
-    decided = iter(
-        _decide_cells(judged, kept, plan, _sd_floors(parsed, judged, facts)) if judged else []
-    )
+    floors, pool = _sd_floors(parsed, judged, facts), parsed.statistics.pool_tiers
+    decided = iter(_decide_cells(judged, kept, plan, floors, pool_tiers=pool) if judged else [])
     cells = [_not_evaluated(clause, tier, unavailable) or next(decided) for clause, tier in keys]
     for cell in cells:
         cell["dropped"] += [f"repetition {rep}: set aside and re-run (disturbed)" for rep in aside]
@@ -156,7 +156,12 @@ def _sd_floors(parsed: G3Spec, keys: list[tuple[Clause, int]], facts: dict) -> n
 
 
 def _decide_cells(
-    keys: list[tuple[Clause, int]], items: list[Measurement], plan: SequentialPlan, floors
+    keys: list[tuple[Clause, int]],
+    items: list[Measurement],
+    plan: SequentialPlan,
+    floors,
+    *,
+    pool_tiers: bool = False,
 ) -> list[dict]:
     found = [_pairs(clause, tier, items, plan.max_repetitions) for clause, tier in keys]
     counts = np.array([len(pairs) for pairs, _ in found])
@@ -164,7 +169,9 @@ def _decide_cells(
     for row, ((clause, _), (pairs, _)) in enumerate(zip(keys, found, strict=True)):
         logs = np.array([pair["log_ratio"] for pair in pairs])
         margins[0, row, : len(pairs)] = clause_margins(logs, clause.change, clause.bound_ratio)
-    outcome = decide_cells(margins, plan, sd_floor=floors, counts=counts)
+    # The tiers of one clause may share a pooled sd; the spec says whether they may.
+    groups = np.array([clause.index for clause, _ in keys]) if pool_tiers else None
+    outcome = decide_cells(margins, plan, sd_floor=floors, counts=counts, groups=groups)
     return [
         _cell(clause, tier, pairs, dropped, plan, outcome, row, floors[row])
         for row, ((clause, tier), (pairs, dropped)) in enumerate(zip(keys, found, strict=True))
@@ -244,7 +251,9 @@ def _numbers(clause: Clause, outcome: LookOutcome, row: int, index: int, plan) -
     units = [readout.in_units(clause, ratio) for ratio in ratios]
     if clause.change == "reduction":  # a reduction falls as the ratio rises
         units = [units[0], units[2], units[1]]
-    confidence = 1 - plan.look_alphas[index]
+    critical = float(outcome.pass_critical[0, row])
+    pooled = int(outcome.pooled[0, row])
+    confidence = 1 - float(2 * stats.t.sf(critical, pooled * (plan.looks[index] - 1)))
     return {
         "estimate": units[0],
         "low": units[1],
@@ -259,7 +268,8 @@ def _numbers(clause: Clause, outcome: LookOutcome, row: int, index: int, plan) -
         },
         "ratio": dict(zip(("estimate", "low", "high"), ratios, strict=True))
         | {"bound": clause.bound_ratio},
-        "log_ratio": {"mean": logs[0], "sd": sd, "t_quantile": plan.pass_critical[index]},
+        # sd_pooled_over: how many tiers of the clause its sd was pooled over (1: its own).
+        "log_ratio": {"mean": logs[0], "sd": sd, "t_quantile": critical, "sd_pooled_over": pooled},
     }
 
 

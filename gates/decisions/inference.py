@@ -13,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 from gates.decisions.boundaries import METHOD, critical_values
+from gates.decisions.pooling import pooled_variance
 
 PASS, FAIL, OPEN = 1, -1, 0
 VERDICT_NAMES = {PASS: "pass", FAIL: "fail", OPEN: "inconclusive"}
@@ -55,9 +56,14 @@ class SequentialPlan:
     def pass_critical(self) -> tuple[float, ...]:
         return critical_values(self.looks, self.max_repetitions, self.alpha / 2)
 
-    def fail_critical(self, open_hypotheses: int) -> tuple[float, ...]:
+    def pass_critical_pooled(self, pool: int) -> tuple[float, ...]:
+        """Pass-side critical values of a cell whose variance is pooled over `pool` cells."""
+        return critical_values(self.looks, self.max_repetitions, self.alpha / 2, pool)
+
+    def fail_critical(self, open_hypotheses: int, pool: int = 1) -> tuple[float, ...]:
         """Critical values of the fail side with `open_hypotheses` cells not yet failed."""
-        return critical_values(self.looks, self.max_repetitions, self.alpha / 2 / open_hypotheses)
+        level = self.alpha / 2 / open_hypotheses
+        return critical_values(self.looks, self.max_repetitions, level, pool)
 
     @property
     def look_alphas(self) -> tuple[float, ...]:
@@ -90,8 +96,9 @@ class SequentialPlan:
 @dataclass(frozen=True)
 class LookOutcome:
     """Per row and cell: the verdict code, the index of the deciding (or last reached) look, and
-    the margin interval at that look; `fail_critical` is the critical t a failed cell crossed.
-    Cells that reached no look have look -1 and NaN numbers."""
+    the margin interval at that look; `fail_critical` is the critical t a failed cell crossed;
+    `pass_critical` the one its interval used, and `pooled` how many cells its sd was pooled
+    over at that look (1: its own). Cells that reached no look have look -1 and NaN numbers."""
 
     verdict: np.ndarray
     look: np.ndarray
@@ -100,6 +107,8 @@ class LookOutcome:
     low: np.ndarray
     high: np.ndarray
     fail_critical: np.ndarray
+    pass_critical: np.ndarray | None = None
+    pooled: np.ndarray | None = None
 
 
 def t_interval(samples: np.ndarray, alpha: float, sd_floor: float = 0.0) -> tuple[np.ndarray, ...]:
@@ -126,6 +135,7 @@ def decide_cells(
     *,
     sd_floor: float | np.ndarray = 0.0,
     counts: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
 ) -> LookOutcome:
     """Walk the planned looks over a gate's cells, shape (rows, cells, repetitions).
 
@@ -134,16 +144,17 @@ def decide_cells(
     at the first look where its t reaches the pass-side critical value; at each look the open
     cells whose t lies below minus the fail-side critical value fail in Holm's order (most
     extreme first, the family shrinking by one with each fail, over all looks). A decided cell
-    keeps its verdict.
+    keeps its verdict. Cells with the same `groups` id (>= 0: the tiers of one clause) share a
+    pooled sd at a look where the data support it (gates.decisions.pooling).
     """
     rows, cells, available = margins.shape
     counts = np.full(cells, available) if counts is None else np.asarray(counts)
     family = max(plan.cells, cells)
     floors = np.broadcast_to(np.asarray(sd_floor, dtype=float), (cells,))
-    fail_table = np.array([plan.fail_critical(m) for m in range(1, family + 1)])
     verdict = np.full((rows, cells), OPEN)
     look = np.full((rows, cells), -1)
-    numbers = [np.full((rows, cells), np.nan) for _ in range(5)]
+    numbers = [np.full((rows, cells), np.nan) for _ in range(6)]
+    pooled_at = np.ones((rows, cells), dtype=int)
     failed = np.zeros(rows, dtype=int)
     for index, size in enumerate(plan.looks):
         reached = counts >= size
@@ -151,39 +162,68 @@ def decide_cells(
             break
         window = np.where(reached[None, :, None], margins[:, :, :size], 0.0)
         mean = window.mean(axis=-1)
-        sd = np.maximum(window.std(axis=-1, ddof=1), floors)
+        variance, pool = pooled_variance(window, reached, groups)
+        sd = np.maximum(np.sqrt(variance), floors)
         se = sd / math.sqrt(size)
-        critical = plan.pass_critical[index]
+        critical = _pass_critical(plan, pool, index)
         still_open = (verdict == OPEN) & reached[None, :]
-        found = (mean, sd, mean - critical * se, mean + critical * se)
-        for target, values in zip(numbers, found, strict=False):
-            target[still_open] = values[still_open]
+        found = (mean, sd, mean - critical * se, mean + critical * se, None, critical)
+        for target, values in zip(numbers, found, strict=True):
+            if values is not None:
+                target[still_open] = values[still_open]
         look[still_open] = index
+        pooled_at[still_open] = pool[still_open]
         verdict[still_open & (mean >= critical * se)] = PASS
         with np.errstate(divide="ignore", invalid="ignore"):  # sd 0 with no floor: t is +-inf
             t_values = np.where(verdict == OPEN, mean / se, np.inf)
         t_values[:, ~reached] = np.inf
-        _holm_fail(t_values, fail_table[:, index], family, failed, verdict, numbers[4])
-    return LookOutcome(verdict, look, *numbers)
+        tables = _fail_tables(plan, pool, family, index)
+        _holm_fail(t_values, tables, pool, family, failed, verdict, numbers[4])
+    return LookOutcome(verdict, look, *numbers[:5], pass_critical=numbers[5], pooled=pooled_at)
+
+
+def _pass_critical(plan: SequentialPlan, pool: np.ndarray, index: int) -> np.ndarray:
+    critical = np.full(pool.shape, plan.pass_critical[index])
+    for k in np.unique(pool[pool > 1]):
+        critical[pool == k] = plan.pass_critical_pooled(int(k))[index]
+    return critical
+
+
+def _fail_tables(plan, pool: np.ndarray, family: int, index: int) -> dict[int, np.ndarray]:
+    """Per pool size: the fail-side critical value at this look for 1..family standing."""
+    tables = {1: np.array([plan.fail_critical(m)[index] for m in range(1, family + 1)])}
+    for k in np.unique(pool[pool > 1]):
+        tables[int(k)] = np.array(
+            [plan.fail_critical(m, int(k))[index] for m in range(1, family + 1)]
+        )
+    return tables
 
 
 def _holm_fail(
     t_values: np.ndarray,
-    thresholds: np.ndarray,
+    tables: dict[int, np.ndarray],
+    pool: np.ndarray,
     family: int,
     failed: np.ndarray,
     verdict: np.ndarray,
     used: np.ndarray,
 ) -> None:
     """Holm's step-down at one look: fail the most extreme open cell while it crosses the
-    critical value for the hypotheses still standing; `failed` counts fails so far per row."""
+    critical value for the hypotheses still standing; `failed` counts fails so far per row.
+    Each cell is held to the critical value of its own degrees of freedom (pooled or not), so
+    "most extreme" is the largest t relative to it; which crossing cell goes first does not
+    change the set Holm fails, only the order."""
     rows = np.arange(t_values.shape[0])
     for _ in range(t_values.shape[1]):
-        worst = np.argmin(t_values, axis=1)
-        value = t_values[rows, worst]
         standing = np.clip(family - failed, 1, family)
-        limit = thresholds[standing - 1]
-        crossing = value <= -limit  # +inf marks a cell not standing; NaN never crosses
+        limits = np.zeros(t_values.shape)
+        for k, table in tables.items():
+            limits = np.where(pool == k, table[standing - 1][:, None], limits)
+        with np.errstate(invalid="ignore"):
+            relative = t_values / limits  # +inf marks a cell not standing
+        worst = np.argmin(np.where(np.isnan(relative), np.inf, relative), axis=1)
+        value, limit = t_values[rows, worst], limits[rows, worst]
+        crossing = value <= -limit  # NaN never crosses
         if not crossing.any():
             return
         hit_rows, hit_cells = rows[crossing], worst[crossing]

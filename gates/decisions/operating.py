@@ -46,7 +46,8 @@ def operating_characteristic(
     plan = _plan(parsed)
     rng = np.random.default_rng(seed)
     min_power = (spec.get("statistics") or {}).get("min_power", DEFAULT_MIN_POWER)
-    clauses = [_clause_rows(clause, plan, sd, gates, rng) for clause in parsed.clauses]
+    pool = parsed.statistics.pool_tiers
+    clauses = [_clause_rows(clause, plan, sd, gates, rng, pool) for clause in parsed.clauses]
     gate = _gate_at_claims(parsed, plan, sd, gates, rng, hours_per_repetition)
     return {
         "available": True,
@@ -71,10 +72,13 @@ def _plan(parsed: G3Spec) -> SequentialPlan:
     )
 
 
-def _simulate(margins: np.ndarray, plan: SequentialPlan, sd: float, gates: int, rng) -> dict:
-    """Gate outcomes for cells with these true margins (log scale, positive passes)."""
+def _simulate(
+    margins: np.ndarray, plan: SequentialPlan, sd: float, gates: int, rng, groups=None
+) -> dict:
+    """Gate outcomes for cells with these true margins (log scale, positive passes); `groups`
+    the clause of each cell when the spec pools a clause's sd across its tiers."""
     noise = rng.normal(0.0, sd, (gates, len(margins), plan.max_repetitions))
-    outcome = decide_cells(margins[None, :, None] + noise, plan)
+    outcome = decide_cells(margins[None, :, None] + noise, plan, groups=groups)
     failed = (outcome.verdict == FAIL).any(axis=1)
     passed = (outcome.verdict == PASS).all(axis=1)
     looks = np.array(plan.looks)
@@ -106,15 +110,18 @@ def _units(clause: Clause, margin: float) -> float:
     return ratio_to_change(clause.change, math.exp(sign * margin + math.log(clause.bound_ratio)))
 
 
-def _clause_rows(clause: Clause, plan: SequentialPlan, sd: float, gates: int, rng) -> dict:
+def _clause_rows(
+    clause: Clause, plan: SequentialPlan, sd: float, gates: int, rng, pool: bool = False
+) -> dict:
     """The clause's cells at each true effect; the gate's other cells taken as clear."""
+    groups = np.zeros(len(clause.tiers), dtype=int) if pool else None
     margins = [step * sd for step in STEPS_IN_SD]
     claim = None if clause.claimed is None else _margin(clause, clause.claimed)
     rows = []
     for margin in sorted({*margins, *([claim] if claim is not None else [])}):
         if clause.change == "reduction" and _units(clause, margin) >= 100:
             continue
-        found = _simulate(np.full(len(clause.tiers), margin), plan, sd, gates, rng)
+        found = _simulate(np.full(len(clause.tiers), margin), plan, sd, gates, rng, groups)
         rows.append({"true": _units(clause, margin), "claimed": margin == claim, **found})
     at_claim = next((row for row in rows if row["claimed"]), None)
     return {
@@ -139,8 +146,11 @@ def _gate_at_claims(parsed: G3Spec, plan, sd, gates, rng, hours: float | None) -
             for _ in clause.tiers
         ]
     )
-    found = _simulate(margins, plan, sd, gates, rng)
-    at_bars = _simulate(np.zeros(len(margins)), plan, sd, gates, rng)
+    groups = None
+    if parsed.statistics.pool_tiers:
+        groups = np.array([clause.index for clause in parsed.clauses for _ in clause.tiers])
+    found = _simulate(margins, plan, sd, gates, rng, groups)
+    at_bars = _simulate(np.zeros(len(margins)), plan, sd, gates, rng, groups)
     host_hours = None if hours is None else found["repetitions"] * hours
     return {"at_claims": {**found, "host_hours": host_hours}, "at_bars": at_bars}
 

@@ -3,7 +3,14 @@
 from gates.models.alerting import AlertPreference, AlertSettings, WebhookEndpoint
 from gates.models.audit import AuditEvent
 from gates.models.choices import Verdict
-from gates.models.contract import Party, PartyKey, SpecSignature, StopLossReset
+from gates.models.contract import (
+    InventoryAmendment,
+    InventorySignature,
+    Party,
+    PartyKey,
+    SpecSignature,
+    StopLossReset,
+)
 from gates.models.engagements import Engagement, Gate, GateSpec
 from gates.models.evidence import EvidenceKey, EvidenceSeal, EvidenceSignature
 from gates.models.health import ServiceHeartbeat
@@ -31,6 +38,8 @@ __all__ = [
     "Host",
     "HostCleanup",
     "IdempotencyKey",
+    "InventoryAmendment",
+    "InventorySignature",
     "Measurement",
     "Membership",
     "Organization",

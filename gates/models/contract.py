@@ -82,3 +82,68 @@ class StopLossReset(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gate} stop-loss reset"
+
+
+class InventoryAmendment(AppendOnlyModel):
+    """A changed host inventory (a GPU swapped, a driver updated) proposed to replace the one
+    G1 accepted. It holds for later runs only once both parties signed its digest; until then
+    the re-probe of every G2-G4 run still compares with the inventory in force."""
+
+    engagement = models.ForeignKey(
+        "gates.Engagement", on_delete=models.PROTECT, related_name="inventory_amendments"
+    )
+    inventory = models.JSONField()
+    # SHA-256 of the canonical {"engagement", "inventory"}: what the signatures cover.
+    digest = models.CharField(max_length=64)
+    reason = models.TextField()
+    # The run whose re-probe saw the changed host (its invalid decision names each field).
+    source_run = models.ForeignKey(
+        "gates.Run", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    proposed_by = user_reference()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["engagement", "-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.engagement} inventory amendment {self.digest[:12]}"
+
+    @property
+    def signed_parties(self) -> set[str]:
+        return {s.party for s in self.signatures.all() if s.digest == self.digest}
+
+    @property
+    def in_force(self) -> bool:
+        return self.signed_parties == {Party.VENDOR, Party.CUSTOMER}
+
+
+class InventorySignature(AppendOnlyModel):
+    """One party's signature over an inventory amendment's digest; never changed."""
+
+    amendment = models.ForeignKey(
+        InventoryAmendment, on_delete=models.PROTECT, related_name="signatures"
+    )
+    party = models.CharField(max_length=16, choices=Party.choices)
+    digest = models.CharField(max_length=64)
+    signed_by = user_reference()
+    signed_at = models.DateTimeField(default=timezone.now, editable=False)
+    key = models.ForeignKey(
+        "gates.PartyKey", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    ssh_signature = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["amendment", "signed_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["amendment", "party"], name="one_inventory_signature_per_party"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(party__in=["vendor", "customer"]),
+                name="inventory_signature_party_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.amendment} signed by the {self.party}"

@@ -2,7 +2,18 @@
 
 from django.urls import path
 
-from gates.pages import alerts, audit, hosts, planner, report, runs, soakview, tokens, views
+from gates.pages import (
+    alerts,
+    audit,
+    hosts,
+    inventory,
+    planner,
+    report,
+    runs,
+    soakview,
+    tokens,
+    views,
+)
 
 app_name = "gates"
 
@@ -17,6 +28,8 @@ urlpatterns = [
     path("gates/<int:pk>/spec/sign/", views.spec_sign, name="spec-sign"),
     path("gates/<int:pk>/spec/reset/", views.gate_reset, name="gate-reset"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/inventory/amend/", inventory.inventory_amend, name="inventory-amend"),
+    path("engagements/<int:pk>/inventory/sign/", inventory.inventory_sign, name="inventory-sign"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/log/", runs.run_log_download, name="run-log"),
     path("runs/<int:pk>/files/", runs.run_file_download, name="run-file"),

@@ -19,8 +19,9 @@ from gates.models import Decision, Engagement, Gate, Host, Run, Soak
 from gates.pages import dashboards, runs, soakview
 from gates.pages.contract import gate_contract
 from gates.pages.engagement import engagement_overview
-from gates.pages.overview import gate_label, gate_tone, next_action
 from gates.pages.evidence import evidence_brief
+from gates.pages.inventory import engagement_inventory, run_can_amend_inventory
+from gates.pages.overview import gate_label, gate_tone, next_action
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import engagement_last_host_id, gate_clauses
@@ -70,7 +71,12 @@ def engagement_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "gates/engagement_detail.html",
-        {"engagement": engagement, "viewer": viewer, **engagement_overview(engagement)},
+        {
+            "engagement": engagement,
+            "viewer": viewer,
+            **engagement_overview(engagement),
+            "inventory": engagement_inventory(engagement, viewer),
+        },
     )
 
 
@@ -139,6 +145,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and soak.state == "active",
             "figures": dashboards.run_panels(run),
             "soak_page": soakview.soak_page(run, soak),
+            "can_amend_inventory": run_can_amend_inventory(run, viewer),
         },
     )
 

@@ -54,6 +54,12 @@ from gates.services.hosts import (
     host_target,
     host_update,
 )
+from gates.services.inventory import (
+    accepted_inventory,
+    inventory_amendment_pending,
+    inventory_amendment_propose,
+    inventory_amendment_sign,
+)
 from gates.services.onboarding import host_connection_check, host_scan
 from gates.services.planning import engagement_kv_plan_save
 from gates.services.recording import (
@@ -103,6 +109,7 @@ __all__ = [
     "ServiceError",
     "SoakTick",
     "SpecChange",
+    "accepted_inventory",
     "alert_acknowledge",
     "alert_acknowledge_link",
     "alert_claim_due",
@@ -143,6 +150,9 @@ __all__ = [
     "host_set_credential",
     "host_target",
     "host_update",
+    "inventory_amendment_pending",
+    "inventory_amendment_propose",
+    "inventory_amendment_sign",
     "party_key_register",
     "run_assert_lease",
     "run_cancel",

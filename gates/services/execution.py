@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from gates.models import Decision, Engagement, Host, Run, Verdict
-from gates.selectors import gate_counted_decisions
-from gates.services.evaluation import run_g1_facts
+from gates.models import Host, Run
 from gates.services.hosts import host_retry_window, host_target, run_values
-from runners.contract import inventory_of
+from gates.services.inventory import accepted_inventory
 from runners.execution import RunPlan
 from runners.workloads import spec_context_tokens
 
@@ -42,16 +40,5 @@ def run_execution(run: Run) -> RunPlan:
         accepted_inventory=None
         if run.gate.kind == "G1"
         else accepted_inventory(run.gate.engagement),
+        window_start=(run.started_at or run.created_at).timestamp(),
     )
-
-
-def accepted_inventory(engagement: Engagement) -> dict | None:
-    """The inventory of the host G1's counted pass was measured on; None when G1 was waived,
-    rehearsed only, or passed without probes (nothing accepted, nothing to compare)."""
-    g1 = engagement.gates.get(kind="G1")
-    passed: Decision | None = gate_counted_decisions(g1).filter(verdict=Verdict.PASS).first()
-    run = passed.runs.first() if passed else None
-    if run is None:
-        return None
-    inventory = inventory_of(run_g1_facts(run))
-    return inventory if any(value is not None for value in inventory.values()) else None

@@ -25,6 +25,7 @@ from runners.adapters.host_facts import (
     parse_uname,
     parse_vllm_version,
 )
+from runners.adapters.kernel_log import parse_kernel_log
 from runners.adapters.vllm_bench import AGGREGATE_KEY, parse_vllm_bench
 from runners.adapters.vllm_metrics import parse_vllm_metrics
 from runners.adapters.vllm_metrics_delta import metrics_delta
@@ -51,6 +52,7 @@ ADAPTERS: dict[str, Adapter] = {
     "uname": parse_uname,
     "vllm-version": parse_vllm_version,
     "rocm-version": parse_rocm_version,
+    "kernel-log": parse_kernel_log,
 }
 # Keys only a `vllm bench serve` result carries (besides the mean_ttft_ms-style aggregates).
 VLLM_BENCH_KEYS = ("completed", "duration", "request_throughput", "num_prompts", "model_id")

@@ -1,5 +1,5 @@
 """Whether GPUs are fit to measure, as `nvidia-smi -q -x` reports it: compute processes holding
-them, active clock-throttle reasons, volatile uncorrectable ECC errors.
+them, memory in use, active clock-throttle reasons, volatile uncorrectable ECC errors.
 
 Pure: no I/O, no Django. Kept apart from the inventory form (runners.adapters.inventory): the
 inventory is what the contract accepted; this is the state of the host at one moment.
@@ -39,6 +39,10 @@ def parse_gpu_health_xml(text: str) -> dict[str, Any]:
 def _gpu(index: int, gpu: Element) -> dict[str, Any]:
     return {
         "index": index,
+        "pci_bus_id": gpu.get("id"),
+        "memory_used_mib": memory_mib(
+            text_value(gpu.findtext("fb_memory_usage/used")), f"gpu[{index}] fb_memory_usage"
+        ),
         "compute_processes": _processes(index, gpu),
         "slowdown_reasons": _slowdowns(gpu),
         "ecc_uncorrectable": _ecc_uncorrectable(gpu),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
 
 from runners.adapters.errors import FormatProblem
 from runners.adapters.gpu_health import parse_gpu_health_xml
+from simhost import cli
 from simhost.hostconfig import HostConfigError, host_config_from_dict
 from simhost.smi import GpuLive, render
 from tests.runners.adapters.golden import FIXTURES
@@ -19,6 +21,8 @@ def test_a_quiet_capture_is_fit():
     health = parse_gpu_health_xml((NVIDIA / "telegraf__a100-sxm4-v12.xml").read_text())
     assert health["gpus"][0] == {
         "index": 0,
+        "pci_bus_id": "00000000:01:00.0",
+        "memory_used_mib": 50.0,  # an idle A100: the driver's own context, under the tolerance
         "compute_processes": [],
         "slowdown_reasons": [],
         "ecc_uncorrectable": 0,
@@ -63,3 +67,16 @@ def test_a_knob_with_an_unknown_reason_is_refused_naming_it():
 def test_other_xml_is_refused():
     with pytest.raises(FormatProblem):
         parse_gpu_health_xml("<rocm/>")
+
+
+def test_memory_held_without_a_visible_process_shows_as_used(tmp_path, capsys):
+    config = tmp_path / "host.json"
+    config.write_text(
+        json.dumps({"gpu_health": {"held_memory": [{"gpu": 3, "used_memory_mib": 20000}]}})
+    )
+    argv = ["smi", "--host-config", str(config), "--format", "nvidia-xml"]
+    assert cli.main([*argv, "--state-dir", str(tmp_path / "state")], environ={}) == 0
+    gpus = parse_gpu_health_xml(capsys.readouterr().out)["gpus"]
+    assert [g["compute_processes"] for g in gpus] == [[]] * len(gpus)
+    assert gpus[3]["memory_used_mib"] == 20000.0
+    assert gpus[2]["memory_used_mib"] < 10
