@@ -283,6 +283,7 @@ def _start(
         max_tokens,
     )
     live.echo = (text if text is not None else detokenize(ids)) if generation.echo else ""
+    live.prompt_ids, live.prompt_salt = list(ids), fingerprint
     server.loop.submit(live)
     return live
 
