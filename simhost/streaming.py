@@ -31,6 +31,7 @@ from simhost.protocol import (
     sse,
     usage,
 )
+from simhost.responses import response_body
 from simhost.runtime import LiveRequest
 
 TIMING_HEADER = "X-Simhost-Timing"
@@ -244,4 +245,22 @@ async def respond_json(generation: GenerationRequest, lives: List[LiveRequest]) 
     payload["usage"] = usage(prompt_tokens, sum(live.generated for live in lives))
     if generation.chat:
         payload["prompt_logprobs"] = prompt_logprobs(generation, lives[0])
+    return web.json_response(payload)
+
+
+async def respond_response(
+    body: Dict[str, Any], generation: GenerationRequest, live: LiveRequest
+) -> web.Response:
+    """A /v1/responses answer: the whole text as one output message."""
+    words = await _collect(live)
+    counts = usage(live.engine_request.prompt_len, live.generated)
+    payload = response_body(
+        body,
+        generation,
+        "".join(words),
+        counts,
+        live.max_tokens,
+        int(time.time()),
+        live.finish_reason,
+    )
     return web.json_response(payload)
