@@ -92,6 +92,7 @@ def response_body(
         "role": "assistant",
         "status": "completed",
         "type": "message",
+        "phase": None,
     }
     incomplete = finish_reason == "length" and body.get("max_output_tokens") is not None
     return {
@@ -119,12 +120,35 @@ def response_body(
         "text": body.get("text"),
         "top_logprobs": None,
         "truncation": body.get("truncation", "disabled"),
-        "usage": {
-            "input_tokens": usage["prompt_tokens"],
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": usage["completion_tokens"],
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage["total_tokens"],
-        },
+        "usage": _usage(usage),
         "user": body.get("user"),
+        # vLLM's own additions, null unless their features are on
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "kv_transfer_params": None,
+        "ec_transfer_params": None,
+        "input_messages": None,
+        "output_messages": None,
+    }
+
+
+def _usage(usage: Dict[str, int]) -> Dict[str, Any]:
+    """vLLM's usage of a one-turn text response: no cache or tool details, no per-turn lists
+    (vLLM fills those for multi-turn tool contexts only)."""
+    return {
+        "input_tokens": usage["prompt_tokens"],
+        "input_tokens_details": {
+            "cached_tokens": 0,
+            "cache_write_tokens": 0,
+            "input_tokens_per_turn": [],
+            "cached_tokens_per_turn": [],
+        },
+        "output_tokens": usage["completion_tokens"],
+        "output_tokens_details": {
+            "reasoning_tokens": 0,
+            "tool_output_tokens": 0,
+            "output_tokens_per_turn": [],
+            "tool_output_tokens_per_turn": [],
+        },
+        "total_tokens": usage["total_tokens"],
     }

@@ -53,7 +53,11 @@ def test_both_send_usage_in_every_chunk_when_asked(servers):
         with_text = [c for c in chunks if c["choices"]]
         seen[name] = [c["usage"]["completion_tokens"] for c in with_text]
         assert chunks[-1]["usage"]["completion_tokens"] == 5
-    assert seen["vllm"] == seen["simhost"] == [1, 2, 3, 4, 5]
+    assert seen["simhost"] == [1, 2, 3, 4, 5]
+    # vLLM sends a chunk per token unless the client falls behind its engine (a loaded box):
+    # then its output processor hands several tokens to one chunk, whose usage counts them all.
+    real = seen["vllm"]
+    assert real == sorted(set(real)) and real[-1] == 5, real
 
 
 def test_both_refuse_an_over_long_prompt_with_the_same_words(servers):
@@ -145,13 +149,17 @@ def test_the_real_vllm_bench_reads_both_alike(servers, venv, tiny_model, tmp_pat
     assert real["input_lens"] == sim["input_lens"] and real["output_lens"] == sim["output_lens"]
 
 
-def keys_of(value, depth: int = 3):
-    """The nested key names of a JSON object (lists by their first item), not its values."""
-    if depth == 0 or not isinstance(value, (dict, list)):
-        return None
-    if isinstance(value, list):
-        return [keys_of(value[0], depth - 1)] if value else []
-    return {key: keys_of(item, depth - 1) for key, item in value.items()}
+def key_paths(value, prefix: str = "") -> set[str]:
+    """Every key path of a JSON object ("usage.input_tokens_details.cached_tokens"; a list by
+    its first item, as "output[]"), not its values."""
+    if isinstance(value, dict):
+        found = set()
+        for key, item in value.items():
+            found |= {f"{prefix}{key}"} | key_paths(item, f"{prefix}{key}.")
+        return found
+    if isinstance(value, list) and value:
+        return key_paths(value[0], prefix.rstrip(".") + "[].")
+    return set()
 
 
 def test_responses_answer_the_same_fields_and_counts(servers):
@@ -162,7 +170,8 @@ def test_responses_answer_the_same_fields_and_counts(servers):
         assert status == 200, (name, answer)
         answers[name] = answer
     real, sim = answers["vllm"], answers["simhost"]
-    assert keys_of(sim, 4) == keys_of(real, 4)
+    paths = {name: key_paths(answer) for name, answer in answers.items()}
+    assert (paths["vllm"] - paths["simhost"], paths["simhost"] - paths["vllm"]) == (set(), set())
     assert sim["usage"]["input_tokens"] == real["usage"]["input_tokens"]  # same template
     assert sim["usage"]["output_tokens"] == real["usage"]["output_tokens"] == 4
     for key in ("object", "status", "incomplete_details", "max_output_tokens", "temperature"):

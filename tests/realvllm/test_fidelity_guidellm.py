@@ -63,7 +63,6 @@ def reports(servers, venv, tiny_model, tmp_path_factory):
         done = subprocess.run(
             [
                 str(venv / "bin" / "guidellm"),
-                "benchmark",
                 "run",
                 "--scenario",
                 str(config),
@@ -92,7 +91,8 @@ def test_the_adapter_reads_both_runs_with_the_same_counts(reports):
         assert run["total_output_tokens"] == REQUESTS * OUTPUT_TOKENS, name
         for group in ("ttft_ms", "itl_ms", "tpot_ms", "e2el_ms"):
             summary = run[group]
-            assert summary and 0 < summary["p50"] <= summary["p90"] <= summary["p99"], (name, group)
+            assert summary, (name, group)
+            assert 0 < summary["median"] <= summary["p90"] <= summary["p99"], (name, group)
     real, sim = runs["vllm"]["runs"][0], runs["simhost"]["runs"][0]
     assert real["total_input_tokens"] == sim["total_input_tokens"]
     assert set(real) == set(sim)
@@ -108,4 +108,7 @@ def test_both_reports_hold_the_same_metrics_and_per_request_counts(reports):
         requests = report["benchmarks"][0]["requests"]["successful"]
         counts[name] = sorted((r["prompt_tokens"], r["output_tokens"]) for r in requests)
         assert all(output == OUTPUT_TOKENS for _, output in counts[name]), name
+        # GuideLLM asked for usage in every chunk, and took its counts from the servers' usage
+        body = json.loads(requests[0]["request_args"])["body"]
+        assert body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
     assert counts["vllm"] == counts["simhost"]

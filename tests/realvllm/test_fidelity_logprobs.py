@@ -33,8 +33,10 @@ def shape(value):
     """The keys and lengths of a JSON value, not its numbers or strings."""
     if isinstance(value, dict):
         return {key: shape(item) for key, item in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list) and value and all(isinstance(i, (dict, list)) for i in value):
         return [shape(item) for item in value]
+    if isinstance(value, list):  # bytes of a token: their count depends on the token
+        return "list"
     return type(value).__name__ if value is not None else None
 
 
@@ -42,17 +44,23 @@ def test_completion_logprobs_have_the_same_shape(servers):
     body = {"prompt": prompts(1, 24, seed=11)[0], "max_tokens": 6, "ignore_eos": True}
     answers = ask_both(servers, "/v1/completions", {**body, "temperature": 0, "logprobs": 3})
     known = decoded_tokens()
-    seen = {}
+    seen, sizes = {}, {}
     for name, answer in answers.items():
         choice = answer["choices"][0]
         logprobs = choice["logprobs"]
         assert "".join(logprobs["tokens"]) == choice["text"], name
-        assert set(logprobs["tokens"]) <= known, name
+        # vLLM's detokenizer holds back a token of partial UTF-8 bytes as "" (a random-weight
+        # model samples such byte tokens); simhost generates whole words only
+        assert set(logprobs["tokens"]) <= known | {""}, name
         assert all(value <= 0 for value in logprobs["token_logprobs"]), name
-        assert all(set(top) <= known for top in logprobs["top_logprobs"]), name
+        assert all(set(top) <= known | {""} for top in logprobs["top_logprobs"]), name
         seen[name] = (sorted(logprobs), [len(v) for v in logprobs.values()])
-        seen[name] += ([len(top) for top in logprobs["top_logprobs"]],)
+        sizes[name] = [len(top) for top in logprobs["top_logprobs"]]
     assert seen["vllm"] == seen["simhost"]
+    # Greedy: the sampled token is the best, so the dict holds the top 3; on vLLM candidates
+    # whose text decodes alike ("" for partial bytes) share one key, so it may hold fewer.
+    assert sizes["simhost"] == [3] * 6
+    assert all(1 <= size <= 3 for size in sizes["vllm"]), sizes["vllm"]
 
 
 def test_echo_with_logprobs_gives_the_same_prompt_tokens_and_offsets(servers):
@@ -100,7 +108,7 @@ def test_chat_logprobs_have_the_same_shape(servers):
         choice = answer["choices"][0]
         content = choice["logprobs"]["content"]
         assert "".join(entry["token"] for entry in content) == choice["message"]["content"]
-        assert {entry["token"] for entry in content} <= known, name
+        assert {entry["token"] for entry in content} <= known | {""}, name
         assert answer["usage"]["prompt_tokens"] > 0
         shapes[name] = (shape(choice["logprobs"]), "prompt_logprobs" in answer)
     assert shapes["vllm"] == shapes["simhost"]
