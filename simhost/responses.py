@@ -1,28 +1,25 @@
 """/v1/responses as vLLM 0.32 answers it for text, the minimal subset simhost emulates: `input`
 (a string, or messages whose content is a string or `input_text` parts), `instructions`,
-`max_output_tokens`, `temperature`, `top_p`, `seed`; one message of `output_text` back, not
-streamed. What simhost does not emulate (streaming, tools, background, stored responses to
-continue from) is refused with a 400 naming the field.
+`max_output_tokens`, `temperature`, `top_p`, `seed`, `stream`; one message of `output_text`
+back, whole or as vLLM's event stream. What simhost does not emulate (tools, background, stored
+responses to continue from) is refused with a 400 naming the field.
 
 Pure: JSON-ready data in and out; the generation itself is the chat completion's.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Dict, List, Optional, Sequence
 
 from simhost.protocol import ApiError, GenerationRequest, parse_chat
 
-NOT_EMULATED = ("stream", "background", "tools", "previous_response_id", "prompt", "reasoning")
+NOT_EMULATED = ("background", "tools", "previous_response_id", "prompt", "reasoning")
 
 
 def _refuse_not_emulated(body: Dict[str, Any]) -> None:
     for name in NOT_EMULATED:
         if body.get(name) not in (None, False, []):
-            raise ApiError(
-                400, "{}: simhost emulates only non-streamed text responses.".format(name), name
-            )
+            raise ApiError(400, "{}: simhost emulates only text responses.".format(name), name)
 
 
 def _text_of(content: Any, param: str) -> str:
@@ -59,7 +56,7 @@ def parse_responses(
     `max_output_tokens` means whatever the context leaves (check_context clamps it)."""
     _refuse_not_emulated(body)
     chat: Dict[str, Any] = {"messages": _messages(body), "max_tokens": max_model_len}
-    for name in ("model", "temperature", "top_p", "seed"):
+    for name in ("model", "temperature", "top_p", "seed", "stream"):
         if body.get(name) is not None:
             chat[name] = body[name]
     if body.get("max_output_tokens") is not None:
@@ -74,36 +71,45 @@ def parse_responses(
         raise
 
 
-def response_body(
-    body: Dict[str, Any],
-    generation: GenerationRequest,
-    text: str,
-    usage: Dict[str, int],
-    max_tokens: int,
-    created: int,
-    finish_reason: Optional[str],
-) -> Dict[str, Any]:
-    """The response object, with vLLM 0.32's fields and defaults for what was not asked."""
-    message = {
-        "id": "msg_" + uuid.uuid4().hex,
-        "content": [{"annotations": [], "text": text, "type": "output_text", "logprobs": None}]
-        if text
-        else [],
+def message_item(item_id: str, text: Optional[str], status: str = "completed") -> Dict[str, Any]:
+    """The output message; `text` None while it is in progress (no content part yet)."""
+    return {
+        "id": item_id,
+        "content": [] if not text else [text_part(text, None)],
         "role": "assistant",
-        "status": "completed",
+        "status": status,
         "type": "message",
         "phase": None,
     }
-    incomplete = finish_reason == "length" and body.get("max_output_tokens") is not None
+
+
+def text_part(text: str, logprobs: Optional[list]) -> Dict[str, Any]:
+    return {"annotations": [], "text": text, "type": "output_text", "logprobs": logprobs}
+
+
+def response_body(
+    body: Dict[str, Any],
+    generation: GenerationRequest,
+    max_tokens: int,
+    created: int,
+    response_id: str,
+    finished: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The response object, with vLLM 0.32's fields and defaults for what was not asked;
+    in progress (no output, no usage) unless `finished` has {"item_id", "text", "usage",
+    "finish_reason"}."""
+    incomplete = bool(finished) and finished["finish_reason"] == "length"
+    incomplete = incomplete and body.get("max_output_tokens") is not None
+    status = "in_progress" if finished is None else "incomplete" if incomplete else "completed"
     return {
-        "id": "resp_" + uuid.uuid4().hex,
+        "id": response_id,
         "created_at": created,
         "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
         "instructions": body.get("instructions"),
         "metadata": body.get("metadata"),
         "model": generation.model,
         "object": "response",
-        "output": [message],
+        "output": [] if finished is None else [message_item(finished["item_id"], finished["text"])],
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
         "temperature": generation.temperature,
         "tool_choice": body.get("tool_choice", "auto"),
@@ -116,11 +122,11 @@ def response_body(
         "prompt": None,
         "reasoning": None,
         "service_tier": body.get("service_tier", "auto"),
-        "status": "incomplete" if incomplete else "completed",
+        "status": status,
         "text": body.get("text"),
         "top_logprobs": None,
         "truncation": body.get("truncation", "disabled"),
-        "usage": _usage(usage),
+        "usage": None if finished is None else _usage(finished["usage"]),
         "user": body.get("user"),
         # vLLM's own additions, null unless their features are on
         "presence_penalty": 0.0,
@@ -130,6 +136,44 @@ def response_body(
         "input_messages": None,
         "output_messages": None,
     }
+
+
+def opening_events(response: Dict[str, Any], item_id: str) -> List[Dict[str, Any]]:
+    """vLLM's events before the first text delta (sequence numbers added when sent)."""
+    where = {"output_index": 0, "item_id": item_id, "content_index": 0}
+    return [
+        {"type": "response.created", "response": response},
+        {"type": "response.in_progress", "response": response},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": message_item(item_id, None, "in_progress"),
+        },
+        {"type": "response.content_part.added", **where, "part": text_part("", [])},
+    ]
+
+
+def delta_event(item_id: str, delta: str) -> Dict[str, Any]:
+    return {
+        "type": "response.output_text.delta",
+        "output_index": 0,
+        "item_id": item_id,
+        "content_index": 0,
+        "delta": delta,
+        "logprobs": [],
+    }
+
+
+def closing_events(response: Dict[str, Any], item_id: str, text: str) -> List[Dict[str, Any]]:
+    """vLLM's events after the last delta, ending with the finished response."""
+    where = {"output_index": 0, "item_id": item_id, "content_index": 0}
+    done = {"output_index": 0, "item": message_item(item_id, text)}
+    return [
+        {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **where, "part": text_part(text, None)},
+        {"type": "response.output_item.done", **done},
+        {"type": "response.completed", "response": response},
+    ]
 
 
 def _usage(usage: Dict[str, int]) -> Dict[str, Any]:

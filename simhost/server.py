@@ -248,11 +248,11 @@ async def _answer(server: SimServer, request: web.Request, generation, responses
         for choice in range(generation.n)
     ]
     try:
-        if generation.stream:
+        if responses_body is not None:
+            response = await respond_response(request, responses_body, generation, lives[0])
+        elif generation.stream:
             received = request[RECEIVED_KEY]
             response = await respond_stream(request, generation, lives[0], received)
-        elif responses_body is not None:
-            response = await respond_response(responses_body, generation, lives[0])
         else:
             response = await respond_json(generation, lives)
     finally:

@@ -31,7 +31,7 @@ from simhost.protocol import (
     sse,
     usage,
 )
-from simhost.responses import response_body
+from simhost.responses import closing_events, delta_event, opening_events, response_body
 from simhost.runtime import LiveRequest
 
 TIMING_HEADER = "X-Simhost-Timing"
@@ -249,18 +249,61 @@ async def respond_json(generation: GenerationRequest, lives: List[LiveRequest]) 
 
 
 async def respond_response(
-    body: Dict[str, Any], generation: GenerationRequest, live: LiveRequest
-) -> web.Response:
-    """A /v1/responses answer: the whole text as one output message."""
-    words = await _collect(live)
-    counts = usage(live.engine_request.prompt_len, live.generated)
-    payload = response_body(
-        body,
-        generation,
-        "".join(words),
-        counts,
-        live.max_tokens,
-        int(time.time()),
-        live.finish_reason,
+    request: web.Request, body: Dict[str, Any], generation: GenerationRequest, live: LiveRequest
+) -> web.StreamResponse:
+    """A /v1/responses answer: the whole response object, or vLLM's `event:`/`data:` stream."""
+    response_id, item_id = "resp_" + uuid.uuid4().hex, "msg_" + uuid.uuid4().hex
+    created = int(time.time())
+    if not generation.stream:
+        words = await _collect(live)
+        return web.json_response(
+            response_body(
+                body,
+                generation,
+                live.max_tokens,
+                created,
+                response_id,
+                _finished(live, item_id, words),
+            )
+        )
+    stream = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+    await stream.prepare(request)
+    sequence = _Sequence()
+    shell = response_body(body, generation, live.max_tokens, created, response_id)
+    await stream.write(sequence.events(opening_events(shell, item_id)))
+    words: List[str] = []
+    while not live.done or live.pending:
+        if not live.pending:
+            await live.event.wait()
+            live.event.clear()
+        fresh = live.take()
+        words.extend(fresh)
+        await stream.write(sequence.events([delta_event(item_id, word) for word in fresh]))
+    finished = response_body(
+        body, generation, live.max_tokens, created, response_id, _finished(live, item_id, words)
     )
-    return web.json_response(payload)
+    await stream.write(sequence.events(closing_events(finished, item_id, "".join(words))))
+    await stream.write_eof()
+    return stream
+
+
+def _finished(live: LiveRequest, item_id: str, words: List[str]) -> Dict[str, Any]:
+    counts = usage(live.engine_request.prompt_len, live.generated)
+    text = "".join(words)
+    return {"item_id": item_id, "text": text, "usage": counts, "finish_reason": live.finish_reason}
+
+
+class _Sequence:
+    """Numbers the events of one response stream, as vLLM's `sequence_number` does."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def events(self, events: List[Dict[str, Any]]) -> bytes:
+        parts = []
+        for event in events:
+            event["sequence_number"] = self.next
+            self.next += 1
+            data = json.dumps(event, separators=(",", ":"))
+            parts.append("event: {}\ndata: {}\n\n".format(event["type"], data).encode())
+        return b"".join(parts)

@@ -176,3 +176,28 @@ def test_responses_answer_the_same_fields_and_counts(servers):
     assert sim["usage"]["output_tokens"] == real["usage"]["output_tokens"] == 4
     for key in ("object", "status", "incomplete_details", "max_output_tokens", "temperature"):
         assert sim[key] == real[key], key
+
+
+def response_events(url: str, body: dict) -> list[dict]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        lines = response.read().decode().splitlines()
+    return [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+
+
+def test_streamed_responses_send_the_same_events_with_the_same_fields(servers):
+    body = {"model": NAME, "input": prompts(1, 16, seed=7)[0], "temperature": 0}
+    body |= {"max_output_tokens": 4, "stream": True}
+    seen = {}
+    for name, url in servers.items():
+        events = response_events(url + "/v1/responses", body)
+        assert [e["sequence_number"] for e in events] == list(range(len(events))), name
+        # vLLM may put several tokens in one delta on a loaded box: deltas count as one kind
+        kinds = [e["type"] for e in events]
+        collapsed = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]
+        fields = {e["type"]: key_paths(e) for e in events}
+        final = events[-1]["response"]
+        seen[name] = (collapsed, fields, final["usage"]["input_tokens"], final["status"])
+    assert seen["simhost"] == seen["vllm"]

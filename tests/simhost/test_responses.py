@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import urllib.request
+
 import pytest
 
 from simhost.protocol import ApiError
@@ -29,7 +32,6 @@ def test_text_input_and_instructions_become_the_chat_prompt():
 @pytest.mark.parametrize(
     ("body", "param"),
     [
-        ({"input": "hi", "stream": True}, "stream"),
         ({"input": "hi", "tools": [{"type": "function", "name": "f"}]}, "tools"),
         ({"input": "hi", "background": True}, "background"),
         ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id"),
@@ -63,3 +65,40 @@ def test_a_response_object_carries_the_text_and_usage(server):  # noqa: F811
     assert answer["status"] == "incomplete" and answer["incomplete_details"] == {
         "reason": "max_output_tokens"
     }
+
+
+def events_of(raw: str) -> list[tuple[str, dict]]:
+    found = []
+    for block in raw.strip().split("\n\n"):
+        kind, data = block.split("\n")
+        found.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return found
+
+
+def test_a_streamed_response_sends_vllms_events_in_order(server):  # noqa: F811
+    body = {"input": "what is a kv cache", "max_output_tokens": 3, "stream": True}
+    request = urllib.request.Request(
+        server.url + "/v1/responses",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        events = events_of(response.read().decode())
+    kinds = [kind for kind, _ in events]
+    assert kinds == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        *["response.output_text.delta"] * 3,
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert all(data["type"] == kind for kind, data in events)
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    text = "".join(data["delta"] for kind, data in events if kind.endswith(".delta"))
+    final = events[-1][1]["response"]
+    assert final["output"][0]["content"][0]["text"] == text == events[7][1]["text"]
+    assert final["usage"]["output_tokens"] == 3 and events[0][1]["response"]["usage"] is None
