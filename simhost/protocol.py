@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from simhost.logprobs import LogprobError, check_limit, checked_count
 from simhost.textgen import render_chat
 
 DEFAULT_MAX_TOKENS = 16
@@ -54,6 +55,8 @@ class GenerationRequest:
     continuous_usage: bool = False
     n: int = 1
     echo: bool = False
+    logprobs: Optional[int] = None  # top-N per generated token; None: not asked
+    prompt_logprobs: Optional[int] = None  # top-N per prompt token; None: not asked
 
 
 def parse_json_body(raw: bytes) -> Dict[str, Any]:
@@ -152,6 +155,11 @@ def _common(body: Dict[str, Any], served: Sequence[str], chat: bool, prompts: Li
         raise ApiError(400, "n must be at least 1.", "n")
     _refuse_unsupported(body)
     options = _stream_options(body, stream)
+    echo = False if chat else _bool(body, "echo")
+    try:
+        logprobs, prompt_logprobs = _logprob_counts(body, chat, stream, echo)
+    except LogprobError as error:
+        raise ApiError(400, str(error), error.param) from None
     return GenerationRequest(
         chat=chat,
         model=_model(body, served),
@@ -165,12 +173,39 @@ def _common(body: Dict[str, Any], served: Sequence[str], chat: bool, prompts: Li
         include_usage=_bool(options, "include_usage"),
         continuous_usage=_bool(options, "continuous_usage_stats"),
         n=n,
-        echo=False if chat else _bool(body, "echo"),
+        echo=echo,
+        logprobs=logprobs,
+        prompt_logprobs=prompt_logprobs,
     )
 
 
+def _logprob_counts(body: Dict[str, Any], chat: bool, stream: bool, echo: bool):
+    """(logprobs, prompt_logprobs) as vLLM 0.32 reads them: completions' integer `logprobs`;
+    chat's `logprobs: true` with `top_logprobs` (0 by default); `prompt_logprobs`, or with
+    completions' `echo` the `logprobs` count; then the --max-logprobs limit."""
+    prompt = checked_count(body.get("prompt_logprobs"), "prompt_logprobs")
+    if stream and prompt is not None and prompt != 0:
+        raise LogprobError(
+            "`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs"
+        )
+    if chat:
+        top = checked_count(body.get("top_logprobs"), "top_logprobs")
+        if top not in (None, 0) and not body.get("logprobs"):
+            raise LogprobError(
+                "when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs"
+            )
+        sample = (top or 0) if _bool(body, "logprobs") else None
+    else:
+        sample = checked_count(body.get("logprobs"), "logprobs")
+    if prompt is None and echo:
+        prompt = sample
+    check_limit(sample, "sample")
+    check_limit(prompt, "prompt")
+    return sample, prompt
+
+
 def _refuse_unsupported(body: Dict[str, Any]) -> None:
-    """What vLLM refuses when served without tool parsing, and what simhost does not emulate."""
+    """What vLLM refuses when served without tool parsing."""
     if body.get("tool_choice") == "auto" or (body.get("tools") and "tool_choice" not in body):
         raise ApiError(
             400,
@@ -178,11 +213,6 @@ def _refuse_unsupported(body: Dict[str, Any]) -> None:
             "to be set",
             None,
         )
-    for name in ("logprobs", "top_logprobs", "prompt_logprobs"):
-        if body.get(name) not in (None, False):
-            raise ApiError(
-                400, "{}: simhost does not emulate log probabilities.".format(name), name
-            )
 
 
 def parse_completion(body: Dict[str, Any], served: Sequence[str]) -> GenerationRequest:
@@ -272,19 +302,27 @@ def sse(payload: Dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
-def completion_choice(index: int, text: str, finish: Optional[str]) -> Dict[str, Any]:
+def completion_choice(
+    index: int, text: str, finish: Optional[str], logprobs: Optional[Dict[str, Any]] = None
+) -> Dict[str, Any]:
     return {
         "index": index,
         "text": text,
-        "logprobs": None,
+        "logprobs": logprobs,
         "finish_reason": finish,
         "stop_reason": None,
     }
 
 
-def chat_choice(index: int, delta: Dict[str, str], finish: Optional[str], stream: bool):
+def chat_choice(
+    index: int,
+    delta: Dict[str, str],
+    finish: Optional[str],
+    stream: bool,
+    logprobs: Optional[Dict[str, Any]] = None,
+):
     key = "delta" if stream else "message"
-    return {"index": index, key: delta, "logprobs": None, "finish_reason": finish}
+    return {"index": index, key: delta, "logprobs": logprobs, "finish_reason": finish}
 
 
 def envelope(

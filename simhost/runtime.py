@@ -34,6 +34,8 @@ class LiveRequest:
         self.generated = 0
         self.scheduled: Optional[float] = None  # wall time the engine first scheduled it
         self.echo = ""  # the prompt text sent back before the output (completions `echo`)
+        self.prompt_ids: List[int] = []  # for prompt logprobs
+        self.prompt_salt = 0  # the prompt's fingerprint: its logprobs are the same per choice
 
     def take(self) -> List[str]:
         words, self.pending = self.pending, []

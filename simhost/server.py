@@ -33,9 +33,10 @@ from simhost.protocol import (
     parse_completion,
     parse_json_body,
 )
+from simhost.responses import parse_responses
 from simhost.runtime import EngineLoop, LiveRequest, StepObserver
 from simhost.statefile import ServerState, remove_state, write_state
-from simhost.streaming import respond_json, respond_stream
+from simhost.streaming import respond_json, respond_response, respond_stream
 from simhost.textgen import OutputText, block_hashes, cached_tokenize, detokenize, prompt_seed
 
 STATE_INTERVAL_S = 0.5
@@ -224,6 +225,18 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
     body = parse_json_body(await request.read())
     names = server.settings.served_model_names
     generation = parse_chat(body, names) if chat else parse_completion(body, names)
+    return await _answer(server, request, generation, None)
+
+
+async def _respond(server: SimServer, request: web.Request) -> web.StreamResponse:
+    """/v1/responses: the chat generation, answered as a response object (simhost/responses.py)."""
+    body = parse_json_body(await request.read())
+    names = server.settings.served_model_names
+    generation = parse_responses(body, names, server.settings.engine.preset.max_model_len)
+    return await _answer(server, request, generation, body)
+
+
+async def _answer(server: SimServer, request: web.Request, generation, responses_body):
     if generation.stream and len(generation.prompts) * generation.n > 1:
         raise ApiError(400, "simhost streams one prompt per request, with n=1.", "prompt")
     server.received += 1  # the middleware already applied the faults due before this request
@@ -235,7 +248,9 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
         for choice in range(generation.n)
     ]
     try:
-        if generation.stream:
+        if responses_body is not None:
+            response = await respond_response(request, responses_body, generation, lives[0])
+        elif generation.stream:
             received = request[RECEIVED_KEY]
             response = await respond_stream(request, generation, lives[0], received)
         else:
@@ -283,6 +298,7 @@ def _start(
         max_tokens,
     )
     live.echo = (text if text is not None else detokenize(ids)) if generation.echo else ""
+    live.prompt_ids, live.prompt_salt = list(ids), fingerprint
     server.loop.submit(live)
     return live
 
@@ -313,6 +329,7 @@ def build_app(server: SimServer) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/v1/responses", lambda request: _respond(server, request))
     add_model_routes(app, server.metrics.created, names, settings.engine.preset.max_model_len)
     return app
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.realvllm.pair import run_pair
 from tests.sshd import SshServer
 
 HERE = Path(__file__).resolve().parent
@@ -62,3 +63,12 @@ def vllm_sshd(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def servers(
+    venv: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    """The real vLLM and simhost the fidelity tests compare (tests/realvllm/pair.py), started
+    once for every fidelity module: a CPU vLLM takes a minute or more to load."""
+    yield from run_pair(venv, tiny_model, tmp_path_factory.mktemp("servers"))

@@ -21,6 +21,9 @@ SHIPPED_TOKENIZER = ROOT / "simhost" / "tokenizer.json"
 VOCAB_SIZE = 2048
 MAX_POSITIONS = 2048
 SEED = 1234
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }}\n{% endfor %}<|assistant|>"
+)
 
 
 def train_tokenizer(out: Path) -> None:
@@ -48,6 +51,8 @@ def write_tokenizer_config(out: Path) -> None:
         "eos_token": "</s>",
         "model_max_length": MAX_POSITIONS,
         "clean_up_tokenization_spaces": False,
+        # simhost's chat rendering (simhost/textgen.py render_chat), so chat prompts count alike.
+        "chat_template": CHAT_TEMPLATE,
     }
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
     (out / "special_tokens_map.json").write_text(

@@ -44,7 +44,7 @@ def test_stream_options_ask_for_a_usage_chunk():
         ({"prompt": []}, 400, "prompt"),
         ({}, 400, "prompt"),
         ({"prompt": "hi", "n": 0}, 400, "n"),
-        ({"prompt": "hi", "logprobs": 2}, 400, "logprobs"),
+        ({"prompt": "hi", "logprobs": 21}, 400, "logprobs"),
         ({"prompt": "hi", "stream": "yes"}, 400, "stream"),
         ({"prompt": "hi", "stream_options": {"include_usage": True}}, 400, "stream_options"),
     ],
@@ -141,7 +141,19 @@ json_values = st.recursive(
     max_leaves=8,
 )
 fields = st.sampled_from(
-    ["prompt", "model", "max_tokens", "temperature", "stream", "stream_options", "n", "seed"]
+    [
+        "prompt",
+        "model",
+        "max_tokens",
+        "temperature",
+        "stream",
+        "stream_options",
+        "n",
+        "seed",
+        "logprobs",
+        "prompt_logprobs",
+        "echo",
+    ]
 )
 
 
