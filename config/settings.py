@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Inside SessionMiddleware, so the session it marks modified is saved on the way out.
+    "gates.idle_session.IdleSessionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it answers a locked-out login with its 429.
@@ -139,10 +141,12 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "gates:engagement-list"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
-# An idle timeout: every request saves the session and so pushes its expiry SESSION_COOKIE_AGE
-# seconds on; a session left alone that long is signed out (docs/security.md).
+# An idle timeout: a signed-in request pushes the session's expiry SESSION_COOKIE_AGE seconds
+# on, at most once per SESSION_TOUCH_S (gates.idle_session: not a write per request); a session
+# left alone that long is signed out (docs/security.md).
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 3600)
-SESSION_SAVE_EVERY_REQUEST = True
+SESSION_TOUCH_S = envint("SESSION_TOUCH_S", 60)
+SESSION_SAVE_EVERY_REQUEST = False
 PASSWORD_RESET_TIMEOUT = envint("PASSWORD_RESET_TIMEOUT", 3600)  # seconds a reset link works
 SESSION_COOKIE_SAMESITE = "Lax"
 
@@ -370,6 +374,12 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Choice sets whose field names collide across components ("source", "state") named once.
+    "ENUM_NAME_OVERRIDES": {
+        "RunSourceEnum": "gates.models.runs.Run.Source",
+        "RunStateEnum": "gates.models.runs.Run.State",
+        "EvidenceKeySourceEnum": "gates.models.evidence.EvidenceKey.Source",
+    },
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI served from our own static files (drf-spectacular-sidecar), never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -128,6 +128,7 @@ def world(
         g3_id=g3.pk,
         urls={
             "list": url + reverse("gates:engagement-list"),
+            "audit": url + reverse("gates:audit-log"),
             "engagement": url + reverse("gates:engagement-detail", args=[engagement.pk]),
             "g1": url + reverse("gates:gate-detail", args=[engagement.gates.get(kind="G1").pk]),
             "g3": url + reverse("gates:gate-detail", args=[g3.pk]),
@@ -265,6 +266,12 @@ def test_a_vendor_admin_waives_a_gate_after_confirming_and_sees_it_recorded(
         assert "waived" in page.locator("ul.messages").inner_text()
         assert "waived" in page.locator("h1 + p").inner_text()
         shoot(page, "gate-waived")
+        # The audit page shows who waived, with the justification.
+        page.goto(world.urls["audit"] + "?action=gate.waive")
+        row = page.locator("#audit-table tbody tr").first
+        row.wait_for()
+        assert "gate.waive" in row.inner_text()
+        assert "accepts the older driver in writing" in row.inner_text()
         assert not problems, problems
 
 

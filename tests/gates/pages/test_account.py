@@ -13,6 +13,8 @@ from django.core import mail
 from django.urls import reverse
 from django.utils import timezone
 
+from gates.idle_session import TOUCHED_AT
+
 pytestmark = pytest.mark.django_db
 
 NEW_PASSWORD = "violet-harbour-92-lantern"
@@ -92,7 +94,7 @@ def test_the_login_page_locks_out_after_repeated_failures(client, owner, setting
 
 
 def test_an_idle_session_is_extended_by_each_request_and_ends_when_left_alone(client, owner):
-    assert django_settings.SESSION_SAVE_EVERY_REQUEST
+    assert not django_settings.SESSION_SAVE_EVERY_REQUEST  # pushed once a minute, not per request
     client.force_login(owner)
     key = client.session.session_key
     Session.objects.filter(session_key=key).update(expire_date=timezone.now() + timedelta(60))
@@ -100,6 +102,17 @@ def test_an_idle_session_is_extended_by_each_request_and_ends_when_left_alone(cl
     expiry = Session.objects.get(session_key=key).expire_date
     age = timedelta(seconds=django_settings.SESSION_COOKIE_AGE)
     assert abs(expiry - (timezone.now() + age)) < timedelta(minutes=1)  # pushed on, not kept
+    # Within SESSION_TOUCH_S another request writes nothing; after it, the expiry moves again.
+    Session.objects.filter(session_key=key).update(expire_date=expiry - timedelta(seconds=30))
+    client.get(reverse("gates:engagement-list"))
+    assert Session.objects.get(session_key=key).expire_date == expiry - timedelta(seconds=30)
+    session = client.session
+    session[TOUCHED_AT] -= django_settings.SESSION_TOUCH_S
+    session.save()
+    Session.objects.filter(session_key=key).update(expire_date=expiry - timedelta(seconds=30))
+    client.get(reverse("gates:engagement-list"))
+    later = Session.objects.get(session_key=key).expire_date
+    assert abs(later - (timezone.now() + age)) < timedelta(minutes=1)
     Session.objects.filter(session_key=key).update(expire_date=timezone.now() - timedelta(1))
     response = client.get(reverse("gates:engagement-list"))
     assert response.status_code == 302 and "/login/" in response["Location"]
