@@ -1,6 +1,7 @@
 """A soak's stored windows as one numeric table, for its page: one row per window (seq, start
-as epoch seconds, crashed as 0/1, then the metrics the page draws), read by the database as
-numbers rather than decoded row by row in Python, and kept in the cache per run.
+as epoch seconds, crashed as 0/1, then the metrics the page draws), read from SoakSample's
+number columns (written with each window from its metrics: gates.models.runs) in one query,
+never decoded from the JSON row by row, and kept in the cache per run.
 
 Stored windows never change (one row per run and seq, never updated), so the cached table is
 extended with what was stored since, never rebuilt: a live soak polled every few seconds reads
@@ -14,25 +15,13 @@ import logging
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Case, FloatField, Func, QuerySet, Value, When
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast
+from django.db.models import FloatField, Func, QuerySet
 
 from gates.models import Run, SoakSample
+from gates.models.runs import SOAK_SAMPLE_NUMBERS
 
 logger = logging.getLogger(__name__)
-NUMBERS = (
-    "output_throughput",
-    "ttft_p50_ms",
-    "ttft_p99_ms",
-    "completed",
-    "failed",
-    "kv_cache_usage",
-    "external_hit_rate",
-    "memory_bytes",
-    "host_available_bytes",
-    "gpu_memory_used_mib",
-)
+NUMBERS = SOAK_SAMPLE_NUMBERS
 COLUMNS = ("seq", "epoch", "crashed", *NUMBERS)
 CACHE_S = 6 * 3600
 
@@ -69,17 +58,12 @@ def column(table: np.ndarray, name: str) -> np.ndarray:
 
 
 def _read(samples: QuerySet) -> np.ndarray:
-    """Fetched through a plain cursor: Django's per-value converters cost more than the query."""
-    numbers = {
-        f"n_{name}": Cast(KeyTextTransform(name, "metrics"), FloatField()) for name in NUMBERS
-    }
-    crashed = Case(
-        When(metrics__crashed=True, then=Value(1.0)), default=Value(0.0), output_field=FloatField()
-    )
+    """Fetched through a plain cursor: Django's per-value converters cost more than the query.
+    A NULL column (a metric the window lacked) becomes NaN: a hole in its series."""
     query = (
-        samples.annotate(epoch=Epoch("window_start"), n_crashed=crashed, **numbers)
+        samples.annotate(epoch=Epoch("window_start"))
         .order_by("seq")
-        .values_list("seq", "epoch", "n_crashed", *numbers)
+        .values_list("seq", "epoch", "crashed", *NUMBERS)
     )
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
