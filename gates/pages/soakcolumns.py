@@ -23,6 +23,8 @@ from gates.models.runs import SOAK_SAMPLE_NUMBERS
 logger = logging.getLogger(__name__)
 NUMBERS = SOAK_SAMPLE_NUMBERS
 COLUMNS = ("seq", "epoch", "crashed", *NUMBERS)
+# How the packed read names each column in SQL (a boolean has no float8 cast of its own).
+_SQL_VALUES = ("seq", "epoch", "crashed::int", *NUMBERS)
 CACHE_S = 6 * 3600
 
 
@@ -58,18 +60,37 @@ def column(table: np.ndarray, name: str) -> np.ndarray:
 
 
 def _read(samples: QuerySet) -> np.ndarray:
-    """Fetched through a plain cursor: Django's per-value converters cost more than the query.
-    A NULL column (a metric the window lacked) becomes NaN: a hole in its series."""
-    query = (
-        samples.annotate(epoch=Epoch("window_start"))
-        .order_by("seq")
-        .values_list("seq", "epoch", "crashed", *NUMBERS)
-    )
+    """The windows' table; a NULL column (a metric the window lacked) becomes NaN, a hole in
+    its series. PostgreSQL packs it into one binary value, other databases send rows."""
+    query = samples.annotate(epoch=Epoch("window_start")).values_list("seq", "epoch", *COLUMNS[2:])
+    if connection.vendor == "postgresql":
+        return _read_packed(query.order_by())
+    return _read_rows(query.order_by("seq"))
+
+
+def _read_rows(query: QuerySet) -> np.ndarray:
+    """Fetched through a plain cursor: Django's per-value converters cost more than the query."""
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return np.array(rows, dtype=float).reshape(len(rows), len(COLUMNS))
+
+
+def _read_packed(query: QuerySet) -> np.ndarray:
+    """The whole table as one bytea of big-endian doubles (float8send), row after row in seq
+    order: 26,000 rows as 340,000 Python floats cost twice what the query does, one buffer
+    read by numpy costs nothing. The column names are this module's constants, not input."""
+    sql, params = query.query.sql_with_params()
+    doubles = " || ".join(f"float8send(COALESCE({name}::float8, 'NaN'))" for name in _SQL_VALUES)
+    aggregate = f"string_agg({doubles}, ''::bytea ORDER BY seq)"
+    packed = f"SELECT {aggregate} FROM ({sql}) AS windows"  # noqa: S608 (constants, see above)
+    with connection.cursor() as cursor:
+        cursor.execute(packed, params)
+        (buffer,) = cursor.fetchone()
+    if buffer is None:  # no rows
+        return _empty()
+    return np.frombuffer(buffer, dtype=">f8").astype(float).reshape(-1, len(COLUMNS))
 
 
 def _empty() -> np.ndarray:

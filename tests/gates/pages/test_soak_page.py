@@ -202,6 +202,10 @@ def test_the_page_reads_from_the_columns_what_it_read_from_the_json(
     samples = SoakSample.objects.filter(run=soak_run)
     table = soakcolumns._read(samples)
     np.testing.assert_array_equal(table, read_from_json(samples))  # NaN where NULL, in both
+    rows = samples.annotate(epoch=soakcolumns.Epoch("window_start")).order_by("seq")
+    rows = rows.values_list("seq", "epoch", *soakcolumns.COLUMNS[2:])
+    np.testing.assert_array_equal(soakcolumns._read_rows(rows), table)  # SQLite's way
+    assert soakcolumns._read(samples.filter(seq__gt=1502)).shape == (0, len(soakcolumns.COLUMNS))
     assert np.isnan(soakcolumns.column(table, "output_throughput")).sum() == 1
     assert soakcolumns.column(table, "crashed").tolist().count(1.0) == 1
     client.force_login(vendor_admin)
