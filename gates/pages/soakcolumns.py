@@ -80,7 +80,7 @@ def _read_rows(query: QuerySet) -> np.ndarray:
 def _read_packed(query: QuerySet) -> np.ndarray:
     """The whole table as one bytea of big-endian doubles (float8send), row after row in seq
     order: 26,000 rows as 340,000 Python floats cost twice what the query does, one buffer
-    read by numpy costs nothing. The column names are this module's constants, not input."""
+    is read by numpy in a single copy. The column names are this module's constants."""
     sql, params = query.query.sql_with_params()
     doubles = " || ".join(f"float8send(COALESCE({name}::float8, 'NaN'))" for name in _SQL_VALUES)
     aggregate = f"string_agg({doubles}, ''::bytea ORDER BY seq)"
