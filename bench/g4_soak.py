@@ -114,7 +114,7 @@ def make_soak(count: int, label: str):
     when = lambda s: datetime.fromtimestamp(s, tz=UTC)  # noqa: E731
     SoakSample.objects.bulk_create(
         (
-            SoakSample(
+            SoakSample.of_window(
                 run=run,
                 seq=i,
                 window_start=when(T0 + i * WINDOW_S),

@@ -200,7 +200,7 @@ def _store_windows(soak: Soak, windows: list[pure.Window]) -> int:
         return 0
     previous = soak.run.soak_samples.order_by("-seq").first()
     rows = [
-        SoakSample(
+        SoakSample.of_window(
             run_id=soak.run_id,
             seq=window.seq,
             window_start=_when(window.line["start"]),

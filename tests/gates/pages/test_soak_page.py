@@ -5,10 +5,15 @@ updates picked up from the cache plus what was stored since, and errors naming t
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 from django.core.cache import cache
+from django.db.models import Case, FloatField, Value, When
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.urls import reverse
 
 from gates import services, specs
@@ -41,7 +46,7 @@ def metrics(seq: int, **extra) -> dict:
 def store(run: Run, seqs, **extra) -> None:
     when = lambda s: datetime.fromtimestamp(s, tz=UTC)  # noqa: E731
     SoakSample.objects.bulk_create(
-        SoakSample(
+        SoakSample.of_window(
             run=run,
             seq=seq,
             window_start=when(T0 + seq * WINDOW_S),
@@ -159,3 +164,59 @@ def test_a_run_that_is_not_a_soak_has_no_series(client, vendor_admin, soak_run):
     assert client.get(reverse("gates:soak-series", args=[soak_run.pk])).status_code == 404
     page = client.get(reverse("gates:run-detail", args=[soak_run.pk])).content.decode()
     assert "soak-figure" not in page
+
+
+def read_from_json(samples) -> np.ndarray:
+    """The table as the page read it before the columns: cast from each row's JSON."""
+    numbers = {
+        f"n_{name}": Cast(KeyTextTransform(name, "metrics"), FloatField())
+        for name in soakcolumns.NUMBERS
+    }
+    crashed = Case(
+        When(metrics__crashed=True, then=Value(1.0)), default=Value(0.0), output_field=FloatField()
+    )
+    rows = (
+        samples.annotate(epoch=soakcolumns.Epoch("window_start"), n_crashed=crashed, **numbers)
+        .order_by("seq")
+        .values_list("seq", "epoch", "n_crashed", *numbers)
+    )
+    return np.array(list(rows), dtype=float).reshape(len(rows), len(soakcolumns.COLUMNS))
+
+
+def test_the_page_reads_from_the_columns_what_it_read_from_the_json(
+    client, vendor_admin, soak_run, monkeypatch
+):
+    store(soak_run, range(1500))
+    store(soak_run, [1500], crashed=True, completed=None, failed=None, output_throughput=None)
+    store(soak_run, [1501], kv_cache_usage=None, gpu_memory_used_mib=None, failed=4)
+    when = lambda s: datetime.fromtimestamp(s, tz=UTC)  # noqa: E731
+    lacking = {"crashed": False, "output_throughput": 480.0}  # a window missing most keys
+    SoakSample.of_window(
+        run=soak_run,
+        seq=1502,
+        window_start=when(T0 + 1502 * WINDOW_S),
+        window_end=when(T0 + 1503 * WINDOW_S),
+        metrics=lacking,
+    ).save()
+    Soak.objects.filter(run=soak_run).update(last_seq=1502)
+    samples = SoakSample.objects.filter(run=soak_run)
+    table = soakcolumns._read(samples)
+    np.testing.assert_array_equal(table, read_from_json(samples))  # NaN where NULL, in both
+    rows = samples.annotate(epoch=soakcolumns.Epoch("window_start")).order_by("seq")
+    rows = rows.values_list("seq", "epoch", *soakcolumns.COLUMNS[2:])
+    np.testing.assert_array_equal(soakcolumns._read_rows(rows), table)  # SQLite's way
+    assert soakcolumns._read(samples.filter(seq__gt=1502)).shape == (0, len(soakcolumns.COLUMNS))
+    assert np.isnan(soakcolumns.column(table, "output_throughput")).sum() == 1
+    assert soakcolumns.column(table, "crashed").tolist().count(1.0) == 1
+    client.force_login(vendor_admin)
+    series = reverse("gates:soak-series", args=[soak_run.pk])
+    from_columns = unsigned(page_figure(client, soak_run)), client.get(series).json()
+    cache.clear()
+    monkeypatch.setattr(soakcolumns, "_read", read_from_json)
+    assert (unsigned(page_figure(client, soak_run)), client.get(series).json()) == from_columns
+
+
+def unsigned(figure_and_page: tuple[dict, str]) -> tuple[dict, str]:
+    """The page without its CSRF tokens (a new one each response)."""
+    figure, page = figure_and_page
+    return figure, re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", page)
