@@ -15,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.environment import TRUE_WORDS, env, envbool, envint, envlist, read_dotenv
+from config.openapi import OPENAPI_SETTINGS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # A local .env (written by `make demo`/`make test` for development); TOLLGATE_ENV_FILE= disables.
@@ -365,31 +366,7 @@ TOLLGATE_MAX_JSON_BODY_BYTES = envint("TOLLGATE_MAX_JSON_BODY_BYTES", 32 * 1024 
 # Failed bearer-token authentications one client address may make per window; then 429s.
 TOLLGATE_TOKEN_FAILURES_ALLOWED = envint("TOLLGATE_TOKEN_FAILURES_ALLOWED", 20)
 TOLLGATE_TOKEN_FAILURE_WINDOW_S = envint("TOLLGATE_TOKEN_FAILURE_WINDOW_S", 300)
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Tollgate API",
-    "DESCRIPTION": (
-        "Gates, runs, verdicts and evidence of KV-offload joint tests. Every error is JSON "
-        "(the Error schema). Request bodies are JSON of at most 64 levels of nesting whose "
-        "strings hold neither U+0000 nor a lone surrogate."
-    ),
-    "VERSION": "1",
-    "SERVE_INCLUDE_SCHEMA": False,
-    # Choice sets whose field names collide across components ("source", "state") named once.
-    "ENUM_NAME_OVERRIDES": {
-        "RunSourceEnum": "gates.models.runs.Run.Source",
-        "RunStateEnum": "gates.models.runs.Run.State",
-        "EvidenceKeySourceEnum": "gates.models.evidence.EvidenceKey.Source",
-    },
-    "COMPONENT_SPLIT_REQUEST": True,
-    # Swagger UI served from our own static files (drf-spectacular-sidecar), never a CDN.
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "gates.api.schema.document_error_responses",
-    ],
-}
+SPECTACULAR_SETTINGS = OPENAPI_SETTINGS  # config/openapi.py
 
 LOGGING = {
     "version": 1,
