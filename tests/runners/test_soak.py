@@ -16,6 +16,8 @@ import pytest
 
 from gates import services, specs
 from gates.demo.world import COLD_RECOVERY
+from gates.evidence import bundle_for_decision
+from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Host, HostCleanup, Run, Soak, SoakSample
 from gates.services import pokes
 from runners import soakhost, tasks
@@ -233,6 +235,9 @@ def test_a_killed_agent_and_a_rebooted_host_are_gaps_never_product_failures(
     causes = [gap["cause"] for gap in decision.result["soak"]["gaps"]]
     assert causes == ["agent down (restarted)", "host rebooted (boot id changed)"]
     assert Soak.objects.get(run=run).generation == 3
+    # Offline, the gaps (and every number) are found again from the bundle's windows.
+    evidence = verify_bundle(bundle_for_decision(decision)[0])
+    assert evidence.ok and any("soak window(s) re-derived" in n for n in evidence.notes), evidence
     assert_every_seq_once(run)
 
 
