@@ -20,6 +20,11 @@ from runners.workloads import workload_num_prefixes
 
 AGENT_FILE = "soakagent.py"
 SOAK_ARM = "offload"
+# The window's line exactly as the agent wrote it, kept beside its raw files so that the offline
+# verifier re-derives the stored sample from what the host reported (docs/evidence.md).
+LINE_FILE = "window-line.json"
+# A raw file that came damaged is not kept: its note is all that is left of it.
+NOT_KEPT = "SHA-256 mismatch, not kept"
 # Two windows further apart than this (beyond the restart of a crashed server, which the agent
 # counts inside the crashed window) mean nobody watched the product in between.
 GAP_TOLERANCE_S = 1.0
@@ -111,6 +116,7 @@ class Window:
     line: dict
     files: dict[str, bytes] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    text: str = ""
 
     @property
     def seq(self) -> int:
@@ -160,11 +166,11 @@ def _window(record: dict) -> Window:
     line = json.loads(record["line"])
     if not isinstance(line.get("seq"), int) or line["seq"] < 0:
         raise ReadError("a window line without a sequence number")
-    window = Window(line)
+    window = Window(line, text=record["line"])
     for name, item in sorted(record.get("files", {}).items()):
         content = base64.b64decode(item["base64"])
         if hashlib.sha256(content).hexdigest() != item["sha256"]:
-            window.problems.append(f"{name}: SHA-256 mismatch, not kept")
+            window.problems.append(f"{name}: {NOT_KEPT}")
             continue
         window.files[name] = content
     return window
@@ -172,10 +178,18 @@ def _window(record: dict) -> Window:
 
 def window_artifacts(window: Window) -> list[Artifact]:
     tools = {"bench.json": "vllm-bench", "smi.txt": "gpu-inventory", "bench.log": "bench-log"}
-    return [
-        Artifact(f"soak/w{window.seq:06d}/{name}", tools.get(name, "vllm-metrics"), content)
+    folder = window_folder(window.seq)
+    kept = [
+        Artifact(f"{folder}{name}", tools.get(name, "vllm-metrics"), content)
         for name, content in window.files.items()
     ]
+    if window.text:
+        kept.append(Artifact(f"{folder}{LINE_FILE}", "soak-window", window.text.encode()))
+    return kept
+
+
+def window_folder(seq: int) -> str:
+    return f"soak/w{seq:06d}/"
 
 
 def window_sample(window: Window) -> dict:

@@ -26,6 +26,8 @@ DECISION = "decision/decision.json"
 OPERATING_CHARACTERISTIC = "decision/operating_characteristic.json"
 CONTEXT = "decision/context.json"
 VERSIONS = "versions.json"
+# Under a run's prefix: a soak's stored windows (its samples), beside the windows' raw files.
+SOAK_WINDOWS = "soak-windows.json"
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 UNIX = 3

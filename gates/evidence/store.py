@@ -81,7 +81,8 @@ def decision_seal(decision: Decision) -> EvidenceSeal:
     if found is not None:
         return found
     versions = {**software_versions(), "host_tools": _host_tools(decision)}
-    snapshot = {"versions": versions, "inventory": _inventory(decision)}
+    # Seals made since the soak's windows are carried say so; older ones keep their members.
+    snapshot = {"versions": versions, "inventory": _inventory(decision), "soak_windows": True}
     members = decision_members(decision, snapshot)
     subjects = {name: layout.sha256_hex(data) for name, data in members.items()}
     payload = statement.payload_bytes(statement.statement(subjects, _predicate(decision)))
@@ -113,6 +114,10 @@ def decision_members(decision: Decision, snapshot: dict) -> dict[str, bytes]:
         )
     for run in decision.runs.select_related("host", "spec").order_by("attempt"):
         members.update(run_members(run))
+        if snapshot.get("soak_windows") and run.soak_samples.exists():
+            members[layout.run_prefix(run.attempt) + layout.SOAK_WINDOWS] = canonical_json(
+                _soak_windows(run)
+            )
     return members
 
 
@@ -288,6 +293,17 @@ def _run_record(run: Run) -> dict:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
     }
+
+
+def _soak_windows(run: Run) -> list[dict]:
+    """The soak's stored windows, with the times the decision read (unix seconds)."""
+    rows = run.soak_samples.order_by("seq").values_list(
+        "seq", "window_start", "window_end", "metrics"
+    )
+    return [
+        {"seq": seq, "start": start.timestamp(), "end": end.timestamp(), "metrics": metrics}
+        for seq, start, end, metrics in rows
+    ]
 
 
 def _measurements(run: Run) -> list[dict]:

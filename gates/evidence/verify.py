@@ -19,6 +19,7 @@ from gates.decisions.gathering import GATHER
 from gates.evidence import layout
 from gates.evidence.layout import BundleFormatError, load_json_member
 from gates.evidence.recompute import RunRecords, recompute_decision
+from gates.evidence.soak_recompute import recompute_soak
 from gates.evidence.statement import (
     COSIGN_NAMESPACE,
     PREDICATE_TYPE,
@@ -174,12 +175,11 @@ def _check_decision(members: dict[str, bytes], predicate: dict, report: Verifica
         report.notes.append(f"a {decision.get('kind')} decision, made by a person: not recomputed")
         return
     spec = load_json_member(members, layout.SPEC)
+    if isinstance(spec, dict) and spec.get("gate") == "G4":
+        _check_soak(members, spec, decision, report)
+        return
     if not isinstance(spec, dict) or spec.get("gate") not in GATHER:
-        # G4's soak windows are read by the soak collector, not yet re-derivable offline.
-        report.notes.append(
-            f"a {spec.get('gate') if isinstance(spec, dict) else '?'} decision: NOT recomputed "
-            "(only G1-G3 are recomputed offline); hashes and signatures checked"
-        )
+        report.problems.append(f"member {layout.SPEC}: not a spec of a gate kind (G1-G4)")
         return
     context = load_json_member(members, layout.CONTEXT)
     for attempt in decision.get("runs") or []:
@@ -189,6 +189,31 @@ def _check_decision(members: dict[str, bytes], predicate: dict, report: Verifica
             report.notes.append(
                 f"run attempt {attempt}: recomputed from its raw files to {decision['verdict']}, "
                 "every number as recorded"
+            )
+
+
+def _check_soak(
+    members: dict[str, bytes], spec: dict, decision: dict, report: Verification
+) -> None:
+    for attempt in decision.get("runs") or []:
+        prefix = layout.run_prefix(attempt)
+        name = prefix + layout.SOAK_WINDOWS
+        if name not in members:
+            # Sealed before bundles carried a soak's windows: its signed members stay as they were.
+            report.notes.append(
+                f"run attempt {attempt}: a soak sealed without {layout.SOAK_WINDOWS}: NOT "
+                "recomputed; its windows' raw files, hashes and signatures checked"
+            )
+            continue
+        files = run_records(members, attempt).files
+        windows = load_json_member(members, name)
+        problems = recompute_soak(spec, decision, windows, files, name)
+        report.problems += problems
+        if not problems:
+            report.notes.append(
+                f"run attempt {attempt}: {len(windows)} soak window(s) re-derived from their "
+                f"lines and raw files, recomputed to {decision['verdict']}, every number as "
+                "recorded"
             )
 
 

@@ -215,10 +215,8 @@ def _store_windows(soak: Soak, windows: list[pure.Window]) -> int:
         artifacts=[artifact for window in fresh for artifact in pure.window_artifacts(window)],
     )
     chain = [_as_window(previous)] if previous else []
-    chain += [
-        (row.seq, window.line["start"], window.line["end"], row.metrics)
-        for row, window in zip(rows, fresh, strict=True)
-    ]
+    # The stored (microsecond) times, as the decision reads them: a verifier re-finds the gaps.
+    chain += [_as_window(row) for row in rows]
     soak.gaps = [*soak.gaps, *pure.find_gaps(chain)]
     soak.last_seq = max(soak.last_seq, fresh[-1].seq)
     return len(fresh)

@@ -16,6 +16,8 @@ import pytest
 
 from gates import services, specs
 from gates.demo.world import COLD_RECOVERY
+from gates.evidence import bundle_for_decision
+from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Host, HostCleanup, Run, Soak, SoakSample
 from gates.services import pokes
 from runners import soakhost, tasks
@@ -114,6 +116,9 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
         # store changes nothing.
         if doubled or not SoakSample.objects.filter(run=run).exists():
             return
+        # The tick just before read every line: let one more land, or the double read finds
+        # nothing new on a loaded box, tick after tick.
+        line_unread(run)
         tick = services.soak_tick_claim(run.pk)
         if tick is None:
             return
@@ -161,6 +166,19 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
     assert not HostCleanup.objects.filter(run=run).exists()
     assert Host.objects.get(pk=host.pk).lease_run is None
     assert wait_for(lambda: host_processes_gone(run), timeout=15)
+
+
+def line_unread(run: Run, timeout: float = 10) -> bool:
+    """Poll until the agent wrote a window line not stored yet (False past the deadline: the
+    soak may be ending; the caller then tries on a later tick)."""
+    lines = data_dir(run) / "windows.jsonl"
+    stored = SoakSample.objects.filter(run=run).count()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if lines.exists() and len(lines.read_text().splitlines()) > stored:
+            return True
+        time.sleep(0.05)  # the polling interval, not a wait for the event itself
+    return False
 
 
 def note_disk(run: Run, seen: list) -> None:
@@ -217,6 +235,9 @@ def test_a_killed_agent_and_a_rebooted_host_are_gaps_never_product_failures(
     causes = [gap["cause"] for gap in decision.result["soak"]["gaps"]]
     assert causes == ["agent down (restarted)", "host rebooted (boot id changed)"]
     assert Soak.objects.get(run=run).generation == 3
+    # Offline, the gaps (and every number) are found again from the bundle's windows.
+    evidence = verify_bundle(bundle_for_decision(decision)[0])
+    assert evidence.ok and any("soak window(s) re-derived" in n for n in evidence.notes), evidence
     assert_every_seq_once(run)
 
 

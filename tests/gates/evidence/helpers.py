@@ -65,6 +65,7 @@ def resealed(data: bytes, change) -> bytes:
     key = EvidenceSeal.objects.get().key
     envelope = statement.envelope(payload, [(key.fingerprint, keys.key_sign(key, payload))])
     members[layout.ENVELOPE] = statement.envelope_bytes(envelope)
+    members[layout.TO_COSIGN] = statement.pae(statement.PAYLOAD_TYPE, payload)
     return layout.write_zip(members)
 
 

@@ -1,0 +1,114 @@
+"""Recomputing a G4 soak decision from a bundle: every stored window's metrics re-derived from
+its line and raw files with the collector's own functions (runners.soak window_sample,
+engine_window, find_gaps), then decide_g4 on them, compared number by number with the record.
+
+What comes from where (docs/evidence.md):
+- a window's metrics: from `files/soak/wNNNNNN/` (bench.json, /metrics scrapes, smi output) and
+  its line `window-line.json` as the agent wrote it; a window collected before lines were kept
+  has its line's own fields (crash, pids, boot id, RSS, free space) taken from the stored sample;
+- a raw file the collector refused (damaged in transit) was never kept: its note is as recorded;
+- the gaps between windows and the span's end: recomputed from the windows (and the agent's
+  exit time, as recorded); the soak's start, its extensions, the agent's exit and the operator's
+  notes are the collector's records of the agent, taken as recorded.
+
+Pure: plain data and bytes in, a list of problems out. Imports no Django.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from gates.decisions import EvidenceError, decide_gate
+from gates.evidence.recompute import differences
+from runners import soak as collector
+
+# The stored sample's fields that come from the window's line itself, not from a raw file.
+LINE_FIELDS = ("boot_id", "agent_pid", "server_pid", "host_available_bytes", "free_disk_bytes")
+# The collector's records of the agent (not of the product), kept as recorded.
+AS_RECORDED = ("extended_h", "notes", "stop_reason", "agent_generations", "agent_exit")
+NO_RESULT = re.compile(r"the bench left no result \(exit (-?\d+|None)\)")
+
+
+def recompute_soak(
+    spec: dict, decision: dict, stored: list[dict], files: dict[str, bytes], where: str
+) -> list[str]:
+    """Every way the recorded soak decision differs from one recomputed from the windows."""
+    recorded = decision.get("result") or {}
+    soak = recorded.get("soak") or {}
+    problems: list[str] = []
+    chain = []
+    for position, row in enumerate(sorted(stored, key=lambda row: row["seq"])):
+        label = f"{where}[{position}] (window {row['seq']})"
+        sample, found = rederive_window(row, files, label)
+        problems += found
+        problems += differences(row.get("metrics"), sample, f"{label}.metrics")
+        chain.append((row["seq"], row["start"], row["end"], sample))
+    windows = [collector.engine_window(*window) for window in chain]
+    in_force = {**spec, "duration_h": spec["duration_h"] + (soak.get("extended_h") or 0)}
+    try:
+        result = decide_gate(in_force, windows, soak_context(recorded, soak, windows))
+    except (EvidenceError, KeyError, ValueError, TypeError) as error:
+        return [*problems, f"decision: cannot be recomputed from the soak windows ({error})"]
+    result["soak"] = {
+        **{key: soak.get(key) for key in AS_RECORDED if key in soak},
+        "compressed": spec["duration_h"] < 1,
+        "gaps": collector.find_gaps(chain),
+    }
+    problems += differences(recorded, result, "decision/decision.json result")
+    if decision.get("verdict") != result["verdict"]:
+        problems.append(
+            f"decision/decision.json verdict: recorded {decision.get('verdict')!r}, "
+            f"recomputed {result['verdict']!r}"
+        )
+    return problems
+
+
+def rederive_window(row: dict, files: dict[str, bytes], label: str) -> tuple[dict, list[str]]:
+    """The window's sample from its kept files, as the collector derived it when it stored it."""
+    folder = collector.window_folder(row["seq"])
+    kept = {n.removeprefix(folder): data for n, data in files.items() if n.startswith(folder)}
+    metrics = row.get("metrics") or {}
+    problems: list[str] = []
+    text = kept.pop(collector.LINE_FILE, None)
+    if text is None:
+        line = line_from_sample(row)
+    else:
+        line = json.loads(text)
+        for key in ("seq", "start", "end"):
+            problems += differences(row.get(key), line.get(key), f"{label}.{key}")
+    refused = [note for note in metrics.get("notes") or [] if note.endswith(collector.NOT_KEPT)]
+    window = collector.Window(line, files=kept, problems=refused)
+    return collector.window_sample(window), problems
+
+
+def line_from_sample(row: dict) -> dict:
+    """A window collected before its line was kept: the line's own fields from the stored sample
+    (what the raw files give is still re-derived from them)."""
+    metrics = row.get("metrics") or {}
+    line = {key: metrics.get(key) for key in LINE_FIELDS}
+    line.update(
+        seq=row["seq"],
+        start=row["start"],
+        end=row["end"],
+        crashed=metrics.get("crashed"),
+        server_rss_bytes=metrics.get("server_rss_bytes"),
+    )
+    if metrics.get("crash"):
+        line["crash"] = metrics["crash"]
+    for note in metrics.get("notes") or []:
+        found = NO_RESULT.fullmatch(note)
+        if found:
+            line["bench_exit"] = None if found[1] == "None" else int(found[1])
+    return line
+
+
+def soak_context(recorded: dict, soak: dict, windows: list[dict]) -> dict:
+    """The span decide_g4 was given: the agent's start as recorded (its state, not a window),
+    the end from the last window, or the agent's exit when it watched longer."""
+    started = ((recorded.get("inputs") or {}).get("span") or {}).get("started_at")
+    ended = windows[-1]["end"] if windows else started
+    exit_at = (soak.get("agent_exit") or {}).get("at")
+    if exit_at is not None and ended is not None:
+        ended = max(ended, exit_at)
+    return {"started_at": started, "ended_at": ended}
