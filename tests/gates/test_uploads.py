@@ -74,7 +74,9 @@ def probe_file(path: str) -> SimpleUploadedFile:
     return SimpleUploadedFile(Path(path).name, (FIXTURES / path).read_bytes())
 
 
-def test_a_g1_upload_of_real_tool_outputs_is_decided_by_the_engine(api, actor, engagement):
+def g1_upload(api, actor, engagement):
+    """A signed G1 spec the real A100 probe files meet, an upload run on it, and those files:
+    (gate, run, {probe: file})."""
     gate = engagement.gates.get(kind="G1")
     document = specs.default_spec("G1")
     document["expect"].update(
@@ -95,6 +97,11 @@ def test_a_g1_upload_of_real_tool_outputs_is_decided_by_the_engine(api, actor, e
         "disk": probe_file("df/debian12-firecracker-vm__df_B1.txt"),
         "vllm_version": SimpleUploadedFile("version.txt", b"0.25.1\n"),
     }
+    return gate, run, uploads
+
+
+def test_a_g1_upload_of_real_tool_outputs_is_decided_by_the_engine(api, actor, engagement):
+    gate, run, uploads = g1_upload(api, actor, engagement)
     for done, (probe, upload) in enumerate(uploads.items(), start=1):
         response = send(api, run["id"], kind="probe", probe=probe, file=upload)
         assert response.status_code == 201, response.json()

@@ -6,37 +6,15 @@ from __future__ import annotations
 
 import json
 
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from gates import services, specs
 from gates.evidence import keys, layout, statement
 from gates.models import Decision, EvidenceSeal
-from tests.contract import sign_as_both
-from tests.gates.test_uploads import g3_upload_gate, probe_file, send, upload_cell, upload_run
+from tests.gates.test_uploads import g1_upload, g3_upload_gate, send, upload_cell, upload_run
 
 
 def g1_upload_decision(api, actor, engagement) -> Decision:
-    gate = engagement.gates.get(kind="G1")
-    document = specs.default_spec("G1")
-    document["expect"].update(
-        gpu_model_pattern="A100",
-        gpu_count=1,
-        gpu_memory_min_gib=79,
-        vllm_min="0.20.1",
-        host_memory_min_gib=16,
-        offload_tier={"required": False, "min_capacity_gib": None},
-        free_disk_min_gib=1,
-    )
-    services.gate_spec_update(actor=actor, gate=gate, document=document)
-    sign_as_both(gate)
-    run = upload_run(api, gate)
-    uploads = {
-        "gpu_nvidia": probe_file("nvidia-smi/telegraf__a100-sxm4-v12.xml"),
-        "meminfo": probe_file("meminfo/debian12-firecracker-vm__proc_meminfo.txt"),
-        "disk": probe_file("df/debian12-firecracker-vm__df_B1.txt"),
-        "vllm_version": SimpleUploadedFile("version.txt", b"0.25.1\n"),
-    }
+    gate, run, uploads = g1_upload(api, actor, engagement)
     for probe, upload in uploads.items():
         assert send(api, run["id"], kind="probe", probe=probe, file=upload).status_code == 201
     assert api.post(reverse("api:run-decide", args=[run["id"]])).status_code == 200
