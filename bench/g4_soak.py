@@ -88,16 +88,17 @@ def sample_metrics(seq: int) -> dict:
     }
 
 
-def make_soak(count: int, label: str):
-    """A G4 run on a soak with `count` stored windows, through the models directly."""
+def g4_run_with_windows(organization, label: str, count: int, metrics_of):
+    """A running G4 run of a new engagement whose spec has WINDOW_S windows, with `count`
+    windows stored from T0 on, window i's metrics being metrics_of(i) (bench/soak_page.py
+    seeds its page from it too)."""
     from datetime import UTC, datetime
 
     from gates import services, specs
-    from gates.models import Organization, Run, Soak, SoakSample
+    from gates.models import Run, SoakSample
 
-    org = Organization.objects.create(name=f"bench {label}", slug=label, kind="customer")
     engagement = services.engagement_create(
-        actor=services.Actor.system("bench"), organization=org, title=label, model_name="m"
+        actor=services.Actor.system("bench"), organization=organization, title=label, model_name="m"
     )
     gate = engagement.gates.get(kind="G4")
     document = specs.default_spec("G4")
@@ -119,12 +120,21 @@ def make_soak(count: int, label: str):
                 seq=i,
                 window_start=when(T0 + i * WINDOW_S),
                 window_end=when(T0 + (i + 1) * WINDOW_S),
-                metrics=sample_metrics(i),
+                metrics=metrics_of(i),
             )
             for i in range(count)
         ),
         batch_size=2000,
     )
+    return run
+
+
+def make_soak(count: int, label: str):
+    """A G4 run on a soak with `count` stored windows, through the models directly."""
+    from gates.models import Organization, Soak
+
+    org = Organization.objects.create(name=f"bench {label}", slug=label, kind="customer")
+    run = g4_run_with_windows(org, label, count, sample_metrics)
     soak = Soak.objects.create(
         run=run,
         run_dir="/tmp/bench-soak",

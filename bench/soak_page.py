@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.g4_soak import T0, WINDOW_S, configure  # noqa: E402
+from bench.g4_soak import T0, WINDOW_S, configure, g4_run_with_windows  # noqa: E402
 
 
 def window_metrics(seq: int) -> dict:
@@ -49,43 +49,12 @@ def window_metrics(seq: int) -> dict:
 
 
 def make_soak(windows: int):
-    from datetime import UTC, datetime
-
-    from gates import services, specs
-    from gates.models import Membership, Organization, Run, Soak, SoakSample
+    from gates.models import Membership, Organization, Soak
 
     label = f"page-{time.time_ns()}"
     org = Organization.objects.create(name=label, slug=label, kind="vendor")
     customer = Organization.objects.create(name=f"{label}-c", slug=f"{label}-c", kind="customer")
-    engagement = services.engagement_create(
-        actor=services.Actor.system("bench"), organization=customer, title=label, model_name="m"
-    )
-    gate = engagement.gates.get(kind="G4")
-    document = specs.default_spec("G4")
-    document["window_min"] = WINDOW_S / 60
-    services.gate_spec_update(actor=services.Actor.system("bench"), gate=gate, document=document)
-    gate.refresh_from_db()
-    run = Run.objects.create(
-        gate=gate,
-        spec=gate.current_spec,
-        attempt=1,
-        state=Run.State.RUNNING,
-        started_at=datetime.now(tz=UTC),
-    )
-    when = lambda s: datetime.fromtimestamp(s, tz=UTC)  # noqa: E731
-    SoakSample.objects.bulk_create(
-        (
-            SoakSample.of_window(
-                run=run,
-                seq=i,
-                window_start=when(T0 + i * WINDOW_S),
-                window_end=when(T0 + (i + 1) * WINDOW_S),
-                metrics=window_metrics(i),
-            )
-            for i in range(windows)
-        ),
-        batch_size=2000,
-    )
+    run = g4_run_with_windows(customer, label, windows, window_metrics)
     gaps = [{"after_seq": 9000, "start": T0 + 9001 * WINDOW_S, "end": T0 + 9001 * WINDOW_S + 600}]
     Soak.objects.create(
         run=run,
