@@ -1,6 +1,7 @@
 """Tollgate's soak agent: uploaded to the host by SFTP (SHA-256 checked) and run detached.
 
-Standard library only (any Python 3.6+). It keeps a G4 soak going while the orchestrator is away:
+Standard library only (any Python 3.6+), with soakwatch.py uploaded beside it (the host's health
+per window). It keeps a G4 soak going while the orchestrator is away:
 
     python3 soakagent.py run CONFIG_JSON      the soak loop (launched detached by Tollgate)
 
@@ -18,6 +19,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+import soakwatch  # uploaded beside this file: its folder is first on sys.path
 
 HTTP_TIMEOUT_S = 5
 HEALTH_FAILS_FOR_CRASH = 3
@@ -271,8 +274,11 @@ class Agent:
         bench_exit, crash = self.bench(folder)
         if crash is None:
             files["metrics-after.txt"] = http_get(self.config["metrics_url"])[1]
-            files["smi.txt"] = self.smi()
             crash = self.pace(start)
+        # GPU health and the kernel log in every window, a crashed one too: a GPU that fell
+        # off the bus takes the server down with it, and that window is where it shows.
+        health, probe_errors = soakwatch.health_files(self.config, self.data)
+        files.update(health)
         for name, content in files.items():
             with open(os.path.join(folder, name), "wb") as handle:
                 handle.write(content)
@@ -284,6 +290,8 @@ class Agent:
             "boot_id": boot_id(self.config),
             "agent_pid": os.getpid(),
             "server_pid": pid,
+            "server_pids": soakwatch.process_tree(pid) if pid else [],
+            "probe_errors": probe_errors,
             "crashed": crash is not None,
             "crash": crash,
             "bench_exit": bench_exit,
@@ -321,18 +329,6 @@ class Agent:
                 return self.server.crash_event()
             time.sleep(min(POLL_S, max(until - time.time(), 0)))
         return None
-
-    def smi(self):
-        argv = self.config.get("smi_argv")
-        if not argv:
-            return b""
-        try:
-            done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, timeout=30
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return b""
-        return done.stdout
 
     def recover(self):
         self.server.stop()
