@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,7 @@ from simhost.hostconfig import host_config_from_dict
 from simhost.nvidiasmi import render_nvidia_xml
 from simhost.smi import render_kernel_log
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 RUN_STARTED = NOW.timestamp() - 600
 SERVER_PID = 4242
@@ -71,6 +73,14 @@ def test_the_servers_own_processes_are_expected_and_anyone_elses_end_the_soak():
     assert health["gpus"][0]["foreign_processes"] == []  # a worker of the server
     _, faults = fold(health)
     assert faults == [["GPU 1: foreign process 'python train.py' (pid 999) holds 30000.0 MiB"]]
+
+
+def test_on_real_nvidia_smi_output_only_processes_outside_the_servers_tree_are_foreign():
+    capture = FIXTURES / "nvidia-smi" / "telegraf__rtx-4000-sff-ada-v13.xml"
+    health = soakhealth.window_health({"server_pid": 4937}, {"smi.txt": capture.read_bytes()})
+    foreign = health["gpus"][0]["foreign_processes"]
+    assert [process["pid"] for process in foreign] == ["34626"]  # chromium; python is ours
+    assert health["notes"] == []
 
 
 def test_a_critical_xid_since_the_run_started_names_the_gpu_and_code():
