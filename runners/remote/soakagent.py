@@ -272,13 +272,15 @@ class Agent:
         start = time.time()
         files = {"metrics-before.txt": http_get(self.config["metrics_url"])[1]}
         bench_exit, crash = self.bench(folder)
+        probe_errors = {}
         if crash is None:
             files["metrics-after.txt"] = http_get(self.config["metrics_url"])[1]
+            soakwatch.watch(self.config, self.data, files, probe_errors)
             crash = self.pace(start)
-        # GPU health and the kernel log in every window, a crashed one too: a GPU that fell
-        # off the bus takes the server down with it, and that window is where it shows.
-        health, probe_errors = soakwatch.health_files(self.config, self.data)
-        files.update(health)
+        if crash is not None:
+            # A GPU that fell off the bus takes the server down with it: what the host says
+            # up to the crash belongs to the crashed window, not to one that may never come.
+            soakwatch.watch(self.config, self.data, files, probe_errors)
         for name, content in files.items():
             with open(os.path.join(folder, name), "wb") as handle:
                 handle.write(content)

@@ -134,18 +134,24 @@ def kernel_log_news(output, data_dir):
     return bounded(news).encode("latin-1")
 
 
-def health_files(config, data_dir):
-    """The window's health files (smi.txt, kernel-log.txt) and, per probe that could not be
-    read, why: {"smi": ..., "kernel_log": ...}."""
-    files, errors = {}, {}
+def watch(config, data_dir, files, errors):
+    """Add the window's health files: the GPU probe's output (smi.txt, the latest) and the
+    kernel log's new lines (kernel-log.txt, appended); per probe that could not be read this
+    time, why in `errors` ({"smi": ..., "kernel_log": ...})."""
     if config.get("smi_argvs"):
         files["smi.txt"], error = gpu_probe(config["smi_argvs"])
-        if error:
-            errors["smi"] = error
+        _note(errors, "smi", error)
     if config.get("kernel_log_argv"):
         output, error = run_probe(config["kernel_log_argv"])
-        if error:
-            errors["kernel_log"] = error  # the cursor stays: the next window catches up
-        else:
-            files["kernel-log.txt"] = kernel_log_news(output, data_dir)
-    return files, errors
+        _note(errors, "kernel_log", error)
+        if error is None:  # else the cursor stays where it was: the next read catches up
+            files["kernel-log.txt"] = files.get("kernel-log.txt", b"") + kernel_log_news(
+                output, data_dir
+            )
+
+
+def _note(errors, name, error):
+    if error:
+        errors[name] = error
+    else:
+        errors.pop(name, None)

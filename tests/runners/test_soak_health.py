@@ -212,6 +212,28 @@ def test_the_cursor_lives_in_the_data_dir_so_a_relaunched_agent_goes_on(tmp_path
     assert json.loads((tmp_path / soakwatch.CURSOR_FILE).read_text())["count"] == 3
 
 
+def test_a_crashed_window_reads_the_kernel_log_again_and_keeps_both_parts(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text("boot\nready\n")
+    config = {"smi_argvs": [["echo", "before"]], "kernel_log_argv": ["cat", str(log)]}
+    files, errors = {}, {}
+    soakwatch.watch(config, str(tmp_path), files, errors)
+    with log.open("a") as handle:
+        handle.write("NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n")
+    config["smi_argvs"] = [["echo", "after"]]
+    soakwatch.watch(config, str(tmp_path), files, errors)  # after the crash
+    assert files["kernel-log.txt"] == (
+        b"boot\nready\nNVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.\n"
+    )
+    assert files["smi.txt"] == b"after\n" and errors == {}
+    config["kernel_log_argv"] = ["false"]
+    soakwatch.watch(config, str(tmp_path), files, errors)
+    assert errors["kernel_log"].startswith("false exited 1")
+    config["kernel_log_argv"] = ["cat", str(log)]
+    soakwatch.watch(config, str(tmp_path), files, errors)
+    assert errors == {}  # read again: the earlier failure is no longer this window's word
+
+
 def test_the_server_tree_holds_its_group_and_descendants_and_nothing_else():
     # A server in a group of its own (as the agent starts it) with a child in another group.
     script = "import os,subprocess,time;subprocess.Popen(['sleep','30'],start_new_session=True);"
