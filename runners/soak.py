@@ -12,13 +12,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runners import adapters
+from runners import adapters, soakhealth
 from runners.commands import fill
 from runners.errors import SpecError
 from runners.results import Artifact, server_facts
 from runners.workloads import workload_num_prefixes
 
 AGENT_FILE = "soakagent.py"
+WATCH_FILE = "soakwatch.py"
 SOAK_ARM = "offload"
 # The window's line exactly as the agent wrote it, kept beside its raw files so that the offline
 # verifier re-derives the stored sample from what the host reported (docs/evidence.md).
@@ -84,7 +85,8 @@ def agent_config(spec: dict, commands: dict, values: dict, paths: SoakPaths) -> 
         "bench_result": f"{paths.data_dir}/bench-current.json",
         "health_url": base_url + "/health",
         "metrics_url": base_url + "/metrics",
-        "smi_argv": _smi_argv(commands, values),
+        "smi_argvs": _smi_argvs(commands, values),
+        "kernel_log_argv": _probe_argv(commands, values, "kernel_log"),
         "restart_on_crash": soak.get("restart_on_crash", True),
         # Restarting past the crash limit measures nothing: the gate has failed by then.
         "max_restarts": soak.get("max_restarts", spec["limits"]["max_crashes"] + 1),
@@ -103,9 +105,24 @@ def _load_values(load: dict) -> dict:
     return found
 
 
-def _smi_argv(commands: dict, values: dict) -> list[str] | None:
+def _smi_argvs(commands: dict, values: dict) -> list[list[str]]:
+    """The profile's GPU probes, the host's `gpu_probe` first, then in a fixed order: the
+    agent runs the first that works. (Not the profile's key order: a JSON column may keep
+    keys sorted by length, which put amd-smi before nvidia-smi.)"""
     probes = commands.get("probes", {})
-    name = values.get("gpu_probe") or next((n for n in probes if n.startswith("gpu_")), None)
+    names = sorted((n for n in probes if n.startswith("gpu_")), key=_gpu_probe_rank)
+    wanted = values.get("gpu_probe")
+    names = [wanted] + [n for n in names if n != wanted] if wanted in probes else names
+    return [_probe_argv(commands, values, name) for name in names]
+
+
+def _gpu_probe_rank(name: str) -> tuple[int, str]:
+    order = ("gpu_nvidia", "gpu_amd", "gpu_rocm")
+    return (order.index(name) if name in order else len(order), name)
+
+
+def _probe_argv(commands: dict, values: dict, name: str | None) -> list[str] | None:
+    probes = commands.get("probes", {})
     return fill(probes[name], values) if name in probes else None
 
 
@@ -177,7 +194,12 @@ def _window(record: dict) -> Window:
 
 
 def window_artifacts(window: Window) -> list[Artifact]:
-    tools = {"bench.json": "vllm-bench", "smi.txt": "gpu-inventory", "bench.log": "bench-log"}
+    tools = {
+        "bench.json": "vllm-bench",
+        "smi.txt": "gpu-inventory",
+        "bench.log": "bench-log",
+        soakhealth.KERNEL_LOG_FILE: "kernel-log",
+    }
     folder = window_folder(window.seq)
     kept = [
         Artifact(f"{folder}{name}", tools.get(name, "vllm-metrics"), content)
@@ -192,14 +214,20 @@ def window_folder(seq: int) -> str:
     return f"soak/w{seq:06d}/"
 
 
-def window_sample(window: Window) -> dict:
-    """The window's metrics as decide_g4 reads them, plus what the live view shows."""
+def window_sample(window: Window, *, watch_health: bool = True) -> dict:
+    """The window's metrics as decide_g4 reads them, plus what the live view shows, and what
+    its smi output and kernel log say of the host's health (`health`; not for a window stored
+    before the soak watched it, which the verifier re-derives as it was stored)."""
     line, notes = window.line, list(window.problems)
     sample: dict[str, Any] = {
         "crashed": bool(line.get("crashed")),
         "boot_id": line.get("boot_id"),
         "agent_pid": line.get("agent_pid"),
         "server_pid": line.get("server_pid"),
+        # What `health` was judged with, so that a window whose line is missing from a bundle
+        # still re-derives it from its own sample.
+        "server_pids": line.get("server_pids"),
+        "probe_errors": line.get("probe_errors"),
         "completed": None,
         "failed": None,
         "output_throughput": None,
@@ -218,6 +246,9 @@ def window_sample(window: Window) -> dict:
     _bench_numbers(window, sample, notes)
     _server_numbers(window, sample, notes)
     _smi_numbers(window, sample)
+    if watch_health:
+        sample["health"] = soakhealth.window_health(line, window.files)
+        notes += sample["health"]["notes"]
     sample["notes"] = notes
     return sample
 

@@ -13,6 +13,8 @@ from runners.transport import DetachedStatus, Launch, Transport
 
 AGENT = Path(__file__).resolve().parent / "remote" / "soakagent.py"
 HOSTCTL = Path(__file__).resolve().parent / "remote" / "hostctl.py"
+# The agent imports it from its own folder: what a window records about the host's health.
+WATCH = Path(__file__).resolve().parent / "remote" / soak.WATCH_FILE
 READ_TIMEOUT_S = 60
 # What one read may carry back (raw files included): within one command's capture.
 READ_MAX_BYTES = 768 * 1024
@@ -32,6 +34,7 @@ def launch_agent(
     start it detached; a retried launch of the same generation adopts the running agent. The
     uploads are repeated for every generation: a rebooted host may have lost its /tmp."""
     digest = transport.put(str(AGENT), paths.agent_path)
+    transport.put(str(WATCH), f"{paths.run_dir}/{soak.WATCH_FILE}")
     transport.put(str(HOSTCTL), f"{paths.run_dir}/hostctl.py")
     local = scratch / f"soak-agent-{generation}.json"
     local.write_text(json.dumps(config, sort_keys=True))

@@ -5,6 +5,7 @@ simhost's scenarios keep each run within seconds."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -42,6 +43,17 @@ def simhost_parameters(
         "sim_fault_file": str(fault_file),
         "sim_scenario": scenario,
     }
+
+
+def set_gpu_health(host: Host, health: dict) -> None:
+    """Change the emulated host's `gpu_health` (docs/simhost.md) while it runs: `simhost smi`
+    and `simhost dmesg` read the host config at every call, so the next window sees it. The
+    file is replaced in one rename: a probe never reads half of it."""
+    path = Path(host.parameters["sim_host_config"])
+    config = {**json.loads(path.read_text()), "gpu_health": health}
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(config))
+    os.replace(partial, path)
 
 
 def ssh_simhost(

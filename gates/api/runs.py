@@ -43,6 +43,7 @@ class SoakSerializer(serializers.ModelSerializer):
             "unreachable_since",
             "gaps",
             "notes",
+            "health",
             "agent_exit",
             "provisional",
         ]

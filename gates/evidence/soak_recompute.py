@@ -9,7 +9,10 @@ What comes from where (docs/evidence.md):
 - a raw file the collector refused (damaged in transit) was never kept: its note is as recorded;
 - the gaps between windows and the span's end: recomputed from the windows (and the agent's
   exit time, as recorded); the soak's start, its extensions, the agent's exit and the operator's
-  notes are the collector's records of the agent, taken as recorded.
+  notes are the collector's records of the agent, taken as recorded;
+- the host's health over the soak: folded again from the windows' smi output and kernel logs
+  (runners.soakhealth), from the run's start as recorded; a window that shows the host unfit
+  to measure means the run should have ended infra_error, never with this decision.
 
 Pure: plain data and bytes in, a list of problems out. Imports no Django.
 """
@@ -22,9 +25,18 @@ import re
 from gates.decisions import EvidenceError, decide_gate
 from gates.evidence.recompute import differences
 from runners import soak as collector
+from runners import soakhealth
 
 # The stored sample's fields that come from the window's line itself, not from a raw file.
-LINE_FIELDS = ("boot_id", "agent_pid", "server_pid", "host_available_bytes", "free_disk_bytes")
+LINE_FIELDS = (
+    "boot_id",
+    "agent_pid",
+    "server_pid",
+    "server_pids",
+    "probe_errors",
+    "host_available_bytes",
+    "free_disk_bytes",
+)
 # The collector's records of the agent (not of the product), kept as recorded.
 AS_RECORDED = ("extended_h", "notes", "stop_reason", "agent_generations", "agent_exit")
 NO_RESULT = re.compile(r"the bench left no result \(exit (-?\d+|None)\)")
@@ -38,12 +50,16 @@ def recompute_soak(
     soak = recorded.get("soak") or {}
     problems: list[str] = []
     chain = []
+    health = _health_start(soak)
     for position, row in enumerate(sorted(stored, key=lambda row: row["seq"])):
         label = f"{where}[{position}] (window {row['seq']})"
         sample, found = rederive_window(row, files, label)
         problems += found
         problems += differences(row.get("metrics"), sample, f"{label}.metrics")
         chain.append((row["seq"], row["start"], row["end"], sample))
+        if health is not None:
+            health, faults = soakhealth.health_fold(health, row["seq"], sample.get("health"))
+            problems += _unfit(label, row["seq"], faults)
     windows = [collector.engine_window(*window) for window in chain]
     in_force = {**spec, "duration_h": spec["duration_h"] + (soak.get("extended_h") or 0)}
     try:
@@ -55,6 +71,8 @@ def recompute_soak(
         "compressed": spec["duration_h"] < 1,
         "gaps": collector.find_gaps(chain),
     }
+    if health is not None:
+        result["soak"]["health"] = health
     problems += differences(recorded, result, "decision/decision.json result")
     if decision.get("verdict") != result["verdict"]:
         problems.append(
@@ -62,6 +80,24 @@ def recompute_soak(
             f"recomputed {result['verdict']!r}"
         )
     return problems
+
+
+def _health_start(soak: dict) -> dict | None:
+    """Where the fold of the host's health starts; None for a decision recorded before the
+    soak watched it (nothing to compare)."""
+    if "health" not in soak:
+        return None
+    recorded = soak["health"] or {}
+    return {"since": recorded["since"]} if "since" in recorded else {}
+
+
+def _unfit(label: str, seq: int, faults: list[str]) -> list[str]:
+    if not faults:
+        return []
+    return [
+        f"{label}: {soakhealth.fault_reason(seq, faults)}; the run should have ended "
+        "infra_error, not with a decision"
+    ]
 
 
 def rederive_window(row: dict, files: dict[str, bytes], label: str) -> tuple[dict, list[str]]:
@@ -79,7 +115,8 @@ def rederive_window(row: dict, files: dict[str, bytes], label: str) -> tuple[dic
             problems += differences(row.get(key), line.get(key), f"{label}.{key}")
     refused = [note for note in metrics.get("notes") or [] if note.endswith(collector.NOT_KEPT)]
     window = collector.Window(line, files=kept, problems=refused)
-    return collector.window_sample(window), problems
+    # A window stored before the soak watched the host's health is re-derived as it was.
+    return collector.window_sample(window, watch_health="health" in metrics), problems
 
 
 def line_from_sample(row: dict) -> dict:

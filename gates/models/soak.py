@@ -36,6 +36,9 @@ class Soak(models.Model):
     gaps = models.JSONField(default=list, blank=True)
     notes = models.JSONField(default=list, blank=True)
     provisional = models.JSONField(null=True, blank=True)
+    # The host's health over the soak so far (runners/soakhealth.py health_fold): the run's
+    # start the XID rule counts from, ECC baselines, each distinct note with its windows.
+    health = models.JSONField(default=dict, blank=True)
     compressed = models.BooleanField(default=False)
     next_tick_at = models.DateTimeField(null=True, blank=True)
     # The tick that reads the host now, and until when its claim holds.

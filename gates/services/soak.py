@@ -22,6 +22,7 @@ from gates.services.execution import run_execution
 from gates.services.results import run_artifacts_store
 from gates.services.runs import decision_record, run_assert_lease, run_fail, run_mark_canceled
 from runners import soak as pure
+from runners import soakhealth
 from runners.execution import RunPlan
 
 MAX_AGENT_GENERATIONS = 4
@@ -158,6 +159,9 @@ def soak_tick_record(tick: SoakTick, report: pure.TickOutcome) -> str:
         stored = _store_windows(soak, read.windows)
         _note_contact(soak, read, report)
         soak.save()
+        if soak.health.get("fault"):
+            # Before any verdict: a window the host spoiled is no product failure.
+            return _infra_error(soak, soak.health["fault"])
         return _next_move(soak, read, report, stored)
 
 
@@ -219,7 +223,21 @@ def _store_windows(soak: Soak, windows: list[pure.Window]) -> int:
     chain += [_as_window(row) for row in rows]
     soak.gaps = [*soak.gaps, *pure.find_gaps(chain)]
     soak.last_seq = max(soak.last_seq, fresh[-1].seq)
+    _watch_health(soak, rows)
     return len(fresh)
+
+
+def _watch_health(soak: Soak, rows: list[SoakSample]) -> None:
+    """Fold the new windows into the soak's health (in seq order, each once). The first
+    window that shows the host unfit to measure is its `fault`: it ends the soak."""
+    run = soak.run
+    health = soak.health or {"since": (run.started_at or run.created_at).timestamp()}
+    for row in rows:
+        health, faults = soakhealth.health_fold(health, row.seq, row.metrics.get("health"))
+        if faults:
+            health["fault"] = soakhealth.fault_reason(row.seq, faults)
+            break
+    soak.health = health
 
 
 def _as_window(sample: SoakSample) -> tuple[int, float, float, dict]:
@@ -333,6 +351,7 @@ def _decide(soak: Soak, *, ended_at: float | None = None) -> dict:
         "notes": soak.notes,
         "stop_reason": soak.stop_reason,
         "agent_generations": soak.generation,
+        "health": soak.health,
     }
     return result
 

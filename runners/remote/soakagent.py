@@ -1,6 +1,7 @@
 """Tollgate's soak agent: uploaded to the host by SFTP (SHA-256 checked) and run detached.
 
-Standard library only (any Python 3.6+). It keeps a G4 soak going while the orchestrator is away:
+Standard library only (any Python 3.6+), with soakwatch.py uploaded beside it (the host's health
+per window). It keeps a G4 soak going while the orchestrator is away:
 
     python3 soakagent.py run CONFIG_JSON      the soak loop (launched detached by Tollgate)
 
@@ -18,6 +19,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+import soakwatch  # uploaded beside this file: its folder is first on sys.path
 
 HTTP_TIMEOUT_S = 5
 HEALTH_FAILS_FOR_CRASH = 3
@@ -269,10 +272,15 @@ class Agent:
         start = time.time()
         files = {"metrics-before.txt": http_get(self.config["metrics_url"])[1]}
         bench_exit, crash = self.bench(folder)
+        probe_errors = {}
         if crash is None:
             files["metrics-after.txt"] = http_get(self.config["metrics_url"])[1]
-            files["smi.txt"] = self.smi()
+            soakwatch.watch(self.config, self.data, files, probe_errors)
             crash = self.pace(start)
+        if crash is not None:
+            # A GPU that fell off the bus takes the server down with it: what the host says
+            # up to the crash belongs to the crashed window, not to one that may never come.
+            soakwatch.watch(self.config, self.data, files, probe_errors)
         for name, content in files.items():
             with open(os.path.join(folder, name), "wb") as handle:
                 handle.write(content)
@@ -284,6 +292,8 @@ class Agent:
             "boot_id": boot_id(self.config),
             "agent_pid": os.getpid(),
             "server_pid": pid,
+            "server_pids": soakwatch.process_tree(pid) if pid else [],
+            "probe_errors": probe_errors,
             "crashed": crash is not None,
             "crash": crash,
             "bench_exit": bench_exit,
@@ -321,18 +331,6 @@ class Agent:
                 return self.server.crash_event()
             time.sleep(min(POLL_S, max(until - time.time(), 0)))
         return None
-
-    def smi(self):
-        argv = self.config.get("smi_argv")
-        if not argv:
-            return b""
-        try:
-            done = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, timeout=30
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return b""
-        return done.stdout
 
     def recover(self):
         self.server.stop()

@@ -5,11 +5,14 @@ lines were kept, and the number an edited line changes. No database, no host."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from gates import specs
 from gates.decisions import decide_gate
 from gates.evidence.soak_recompute import recompute_soak
 from runners import soak as collector
+from runners import soakhealth
+from tests.runners.test_soak_health import smi
 
 WHERE = "runs/attempt-1/soak-windows.json"
 STARTED = 1_800_000_000.0
@@ -26,15 +29,21 @@ def line(seq: int, **fields) -> dict:
     return {"seq": seq, "start": start, "end": start + 1, "agent_pid": 7, "boot_id": "b", **fields}
 
 
-def collected(lines: list[dict], refused: dict[int, list[str]]) -> tuple[list, dict, dict]:
-    """Stored windows, kept files and the decision, as the collector would have made them."""
+def collected(
+    lines: list[dict], refused: dict[int, list[str]], raw: dict[int, dict] | None = None
+) -> tuple[list, dict, dict]:
+    """Stored windows, kept files and the decision, as the collector would have made them;
+    with `raw` files per window, the host's health folded as the collector folds it."""
     stored, files, chain = [], {}, []
+    health = {"since": STARTED - 60}
     for entry in lines:
         text = json.dumps(entry)
-        window = collector.Window(entry, problems=refused.get(entry["seq"], []), text=text)
+        kept = (raw or {}).get(entry["seq"], {})
+        window = collector.Window(entry, kept, refused.get(entry["seq"], []), text=text)
         for artifact in collector.window_artifacts(window):
             files[artifact.name] = artifact.content
-        metrics = collector.window_sample(window)
+        metrics = collector.window_sample(window, watch_health=raw is not None)
+        health, _ = soakhealth.health_fold(health, entry["seq"], metrics.get("health"))
         stored.append({"seq": entry["seq"], "start": entry["start"], "end": entry["end"]})
         stored[-1]["metrics"] = metrics
         chain.append((entry["seq"], entry["start"], entry["end"], metrics))
@@ -50,6 +59,8 @@ def collected(lines: list[dict], refused: dict[int, list[str]]) -> tuple[list, d
         "agent_generations": 1,
         "agent_exit": {"code": 0, "reason": "done", "at": exit_at},
     }
+    if raw is not None:
+        result["soak"]["health"] = health
     return stored, files, {"verdict": result["verdict"], "result": result}
 
 
@@ -91,3 +102,42 @@ def test_a_moved_window_names_its_time():
     stored[3]["start"] -= 100
     problems = recompute_soak(spec(), decision, stored, files, WHERE)
     assert any(p.startswith(f"{WHERE}[3] (window 5).start: recorded") for p in problems), problems
+
+
+def health_files(**gpu_health) -> dict[str, bytes]:
+    return {"smi.txt": smi(**gpu_health), "kernel-log.txt": b""}
+
+
+def test_a_soak_whose_host_throttled_recomputes_with_its_health_notes():
+    hot = health_files(throttle_reasons=["hw_slowdown"])
+    raw = {0: health_files(), 1: hot, 2: hot, 5: health_files()}
+    stored, files, decision = collected(soak_lines(), {}, raw)
+    findings = decision["result"]["soak"]["health"]["findings"]
+    assert findings[0]["note"] == "GPU 0: clocks held down (hw_slowdown)"
+    assert recompute_soak(spec(), decision, stored, files, WHERE) == []
+    # A note edited out of the record is found again from the smi output.
+    stored[1]["metrics"]["notes"] = stored[1]["metrics"]["notes"][:-1]
+    problems = recompute_soak(spec(), decision, stored, files, WHERE)
+    assert any(p.startswith(f"{WHERE}[1] (window 1).metrics.notes") for p in problems), problems
+
+
+def test_a_decided_soak_whose_window_shows_an_xid_should_have_ended_infra_error():
+    """A decision over a window whose kernel log holds XID 79 (a collector that missed it, or
+    a record edited): the verifier's outcome from the same files is infra_error."""
+    raw = {seq: health_files() for seq in (0, 1, 2, 5)}
+    fallen = render_xid(gpu=0, code=79)
+    raw[2] = {**raw[2], "kernel-log.txt": fallen}
+    stored, files, decision = collected(soak_lines(), {}, raw)
+    problems = recompute_soak(spec(), decision, stored, files, WHERE)
+    unfit = [p for p in problems if "should have ended infra_error" in p]
+    assert len(unfit) == 1, problems
+    named = f"{WHERE}[2] (window 2): the host became unfit to measure in window 2: "
+    assert unfit[0].startswith(named)
+    assert "GPU 0: XID 79 (GPU has fallen off the bus)" in unfit[0]
+
+
+def render_xid(*, gpu: int, code: int) -> bytes:
+    """A kernel log with one XID line stamped inside the test soak (after the run started)."""
+    stamp = datetime.fromtimestamp(STARTED + 2, tz=UTC).isoformat(timespec="microseconds")
+    line = f"NVRM: Xid (PCI:0000:{0x18 + 0x10 * gpu:02x}:00): {code}, pid=1, GPU has fallen off"
+    return f"{stamp.replace('.', ',')} {line}\n".encode()
