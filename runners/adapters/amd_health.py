@@ -145,23 +145,25 @@ def _used_vram(entry: dict[str, Any], where: str) -> float | None:
 def _violations(entry: dict[str, Any], where: str) -> list[str]:
     """Heat or PROCHOT violations active now, by amd-smi's name without the suffix.
 
-    power.throttle_status is left out on purpose: it is one bit of the SMU's throttler status
-    for any reason, power saving included, and reads "THROTTLED" on an idle GPU clocked down
-    to 60 MHz (the real capture in tests/fixtures/amd-smi), so it cannot tell a fault."""
+    power.throttle_status is left out on purpose: amd-smi prints THROTTLED whenever the SMU's
+    throttler bits are non-zero, whatever the reason, and a real idle GPU clocked down to 60 MHz
+    reads THROTTLED (the capture in tests/fixtures/amd-smi), so alone it cannot tell a fault."""
     throttle = amd_section(entry, "throttle", where)
     active = []
     for name in SLOWDOWN_VIOLATIONS:
-        status = _leaves(throttle.get(f"{name}_violation_status"), f"{where}.throttle.{name}")
-        activity = _leaves(throttle.get(f"{name}_violation_activity"), f"{where}.throttle.{name}")
-        if "ACTIVE" in status or any(_over_threshold(value, where, name) for value in activity):
+        status_key, activity_key = f"{name}_violation_status", f"{name}_violation_activity"
+        status = _leaves(throttle.get(status_key), f"{where}.throttle.{status_key}")
+        activity_where = f"{where}.throttle.{activity_key}"
+        activity = _leaves(throttle.get(activity_key), activity_where)
+        if "ACTIVE" in status or any(_over_threshold(v, activity_where) for v in activity):
             active.append(name)
     return active
 
 
-def _over_threshold(value: Any, where: str, name: str) -> bool:
+def _over_threshold(value: Any, where: str) -> bool:
     if isinstance(value, str):
         return False  # a status word where a share was expected says nothing more
-    leaf = amd_leaf(value, f"{where}.throttle.{name}_violation_activity")
+    leaf = amd_leaf(value, where)
     return leaf is not None and leaf[0] >= VIOLATION_ACTIVITY_MIN_PCT
 
 

@@ -17,6 +17,7 @@ from runners.adapters.errors import FormatProblem
 from simhost.hostconfig import host_config_from_dict
 from simhost.smi import GpuLive, render
 from tests.runners.adapters.golden import FIXTURES
+from tests.runners.adapters.test_properties import JSON_VALUES
 
 REAL_METRIC = (FIXTURES / "amd-smi" / "jkoudela__amd-smi_metric_json.sample.json").read_text()
 NOT_ACTIVE = "NOT ACTIVE"
@@ -179,7 +180,11 @@ class TestProcesses:
             "gpu[0].ecc.total_uncorrectable_count",
         ),
         (metric(mem_usage__used_vram={"value": "x", "unit": "MB"}), None, "used_vram"),
-        (metric(throttle__vr_thermal_violation_status=True), None, "gpu[0].throttle.vr_thermal"),
+        (
+            metric(throttle__vr_thermal_violation_status=True),
+            None,
+            "gpu[0].throttle.vr_thermal_violation_status",
+        ),
         (REAL_METRIC, json.dumps([{"gpu": 0, "process_list": "none"}]), "gpu[0].process_list"),
         (REAL_METRIC, process_output([{"process_info": 3}]), "process_list[0].process_info"),
         (REAL_METRIC, process_output([{"pid": 3}]), "amd-smi process output"),
@@ -190,13 +195,6 @@ def test_malformed_output_is_refused_naming_the_output_and_the_field(metric_text
         parse_amd_health(metric_text, processes)
 
 
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
-    ),
-    max_leaves=25,
-)
 SECTIONS = st.sampled_from(["gpu", "mem_usage", "ecc", "ecc_blocks", "throttle", "power"])
 
 
