@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runners.adapters.amdgpu_log import AMDGPU_FAULTS
 from runners.adapters.kernel_log import CRITICAL_XIDS
 from runners.errors import ContractError, InfrastructureError
 
@@ -65,9 +66,12 @@ def host_unfit(
     since: float | None = None,
 ) -> list[str]:
     """Why the host cannot be measured now (someone else's job or memory on a GPU, a GPU
-    slowing down, memory errors, an XID since `since`); empty when fit or when the tools
-    report none of these. `held_max_mib` None skips the free-memory check (a server may run)."""
+    slowing down, memory errors, an XID or amdgpu fault since `since`); empty when fit or when
+    the tools report none of these. `health` is the gpu-health form of nvidia-smi or amd-smi
+    (runners.adapters.gpu_health, amd_health). `held_max_mib` None skips the free-memory check
+    (a server may run)."""
     problems = []
+    tool = "amd-smi" if (health or {}).get("source") == "amd-smi-json" else "nvidia-smi"
     for gpu in (health or {}).get("gpus", []):
         where = f"GPU {gpu['index']}"
         for process in gpu.get("compute_processes", []):
@@ -79,7 +83,7 @@ def host_unfit(
         if not gpu.get("compute_processes") and _over(held, held_max_mib):
             problems.append(
                 f"{where}: {held:.0f} MiB of GPU memory held before any server started "
-                f"(tolerance {held_max_mib:.0f} MiB; no process visible to nvidia-smi)"
+                f"(tolerance {held_max_mib:.0f} MiB; no process visible to {tool})"
             )
         for reason in gpu.get("slowdown_reasons", []):
             problems.append(f"{where}: clocks held down ({reason})")
@@ -89,16 +93,32 @@ def host_unfit(
 
 
 def xid_faults(events: list[dict], health: dict | None, since: float | None) -> list[str]:
-    """The critical XIDs logged since `since` (the run's start), each with its GPU and code.
-    An XID line without a readable time counts: nothing shows it predates the run."""
+    """The critical GPU faults logged since `since` (the run's start), NVIDIA XIDs and amdgpu
+    faults alike (runners.adapters.kernel_log), each with its GPU and what it was. A line
+    without a readable time counts: nothing shows it predates the run."""
     gpus = _gpus_by_pci(health)
     return [
-        f"{gpus.get(_pci_key(event['pci']), 'GPU at PCI ' + event['pci'])}: XID {event['code']} "
-        f"({CRITICAL_XIDS[event['code']]}) in the kernel log: {event['text'][:120]}"
+        f"{_gpu_of(event, gpus)}: {_fault_name(event)} in the kernel log: {event['text'][:120]}"
         for event in events
         if event.get("critical")
         and (since is None or event.get("time") is None or event["time"] >= since)
     ]
+
+
+def _gpu_of(event: dict, gpus: dict[str, str]) -> str:
+    pci = event.get("pci")
+    if not pci:
+        return "a GPU the log line does not name"
+    return gpus.get(_pci_key(pci), f"GPU at PCI {pci}")
+
+
+def _fault_name(event: dict) -> str:
+    # Events stored before amdgpu lines were read carry no vendor: they are all XIDs.
+    if event.get("vendor", "nvidia") == "nvidia":
+        return f"XID {event['code']} ({CRITICAL_XIDS.get(event['code'], 'critical XID')})"
+    kind = event.get("kind")
+    meaning = AMDGPU_FAULTS[kind][0] if kind in AMDGPU_FAULTS else "GPU fault"
+    return f"amdgpu {meaning} ({kind})"
 
 
 def _gpus_by_pci(health: dict | None) -> dict[str, str]:
@@ -110,7 +130,8 @@ def _gpus_by_pci(health: dict | None) -> dict[str, str]:
 
 
 def _pci_key(address: str) -> str:
-    """Bus and device of a PCI address (the XID line: 0000:3b:00; nvidia-smi: 00000000:3B:00.0)."""
+    """Bus and device of a PCI address (the XID line: 0000:3b:00; nvidia-smi: 00000000:3B:00.0;
+    amdgpu and amd-smi: 0000:c1:00.0)."""
     parts = address.lower().split(".")[0].split(":")
     return ":".join(parts[-2:])
 

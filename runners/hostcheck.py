@@ -1,6 +1,8 @@
-"""The host held to the contract at the start of a run, and watched for XID errors after each
-server session: the steps that re-probe it over the transport. The rules are runners.contract's
-(pure); this module only runs the probes and hands their output over. No Django.
+"""The host held to the contract at the start of a run, and watched for XID and amdgpu faults
+after each server session: the steps that re-probe it over the transport. The rules are
+runners.contract's (pure); this module only runs the probes and hands their output over.
+GPU fitness comes from nvidia-smi on an NVIDIA host, from amd-smi (the amd_metric and
+amd_process probes) on an AMD one. No Django.
 """
 
 from __future__ import annotations
@@ -8,7 +10,8 @@ from __future__ import annotations
 import contextlib
 
 from runners import adapters
-from runners.adapters.errors import FormatProblem
+from runners.adapters.amd_health import parse_amd_health
+from runners.adapters.errors import FormatProblem, one_line
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.commands import fill
 from runners.contract import GPU_MEMORY_HELD_MAX_MIB, check_host, inventory_of, xid_faults
@@ -16,12 +19,17 @@ from runners.errors import InfrastructureError
 from runners.results import Artifact, probe_proof
 from runners.stepcontext import SHORT_COMMAND_S, StepContext, StepProgress, probe_values
 
+# The profile probes whose output is amd-smi's fitness view (gates/builtin_profiles/*.json).
+AMD_METRIC = "amd_metric"
+AMD_PROCESS = "amd_process"
+
 
 def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     """Re-probe the host and hold it to the accepted inventory, before any server starts."""
     facts: dict = {}
     artifacts: list[Artifact] = []
     health = None
+    outputs: dict[str, str] = {}
     for name in step["probes"]:
         result = ctx.transport.run(
             fill(ctx.commands["probes"][name], probe_values(ctx)), timeout=SHORT_COMMAND_S
@@ -31,9 +39,13 @@ def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
         proof = probe_proof(name, result.stdout.encode(), source=step["name"])
         artifacts += proof.artifacts
         facts.update({k: v for k, v in proof.facts.items() if facts.get(k) is None})
+        outputs[name] = result.stdout
         if name == "gpu_nvidia":
             with contextlib.suppress(adapters.AdapterError, FormatProblem):
                 health = parse_gpu_health_xml(result.stdout)
+    amd_log = ""
+    if health is None and AMD_METRIC in outputs:
+        health, amd_log = amd_health(outputs, facts)
     held_max = ctx.values.get("gpu_memory_held_max_mib", GPU_MEMORY_HELD_MAX_MIB)
     log = check_host(
         ctx.accepted_inventory,
@@ -43,14 +55,30 @@ def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
         held_max_mib=float(held_max),
         since=ctx.window_start,
     )
+    log = amd_log + log
     if "xid_events" not in facts:
         log += "kernel log not readable: XID errors not checked\n"
     return StepProgress(True, {"contract": inventory_of(facts)}, artifacts, log=log)
 
 
+def amd_health(outputs: dict[str, str], facts: dict) -> tuple[dict | None, str]:
+    """The gpu-health form from the amd-smi probes' outputs, and what the run log says of them
+    when they fell short; the GPUs' PCI addresses come from the inventory probe's facts."""
+    gpus = (facts.get("gpu_inventory") or {}).get("gpus") or []
+    bus_ids = {gpu.get("index"): gpu.get("bus_id") for gpu in gpus}
+    processes = outputs.get(AMD_PROCESS)
+    try:
+        health = parse_amd_health(outputs[AMD_METRIC], processes, bus_ids=bus_ids)
+    except FormatProblem as problem:
+        return None, f"{one_line(str(problem), 200)}: GPU fitness not checked\n"
+    if processes is None:
+        return health, "amd-smi process gave nothing: compute processes not listed\n"
+    return health, ""
+
+
 def xid_check(step: dict, ctx: StepContext) -> None:
-    """After each server session: a critical XID logged since the run started makes the
-    session's numbers untrustworthy, so the run ends infra_error naming the GPU and code."""
+    """After each server session: a critical XID or amdgpu fault logged since the run started
+    makes the session's numbers untrustworthy, so the run ends infra_error naming the GPU."""
     template = ctx.commands.get("probes", {}).get("kernel_log")
     if template is None:
         return

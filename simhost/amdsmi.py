@@ -1,4 +1,5 @@
-"""rocm-smi --json, amd-smi metric --json and /opt/rocm/.info/version for the emulated host.
+"""rocm-smi --json, amd-smi metric --json, amd-smi process --json and /opt/rocm/.info/version
+for the emulated host, with the host config's GPU fault knobs (gpu_health).
 
 Pure rendering; standard library only.
 """
@@ -6,7 +7,7 @@ Pure rendering; standard library only.
 from __future__ import annotations
 
 import json
-from typing import Dict, Sequence
+from typing import Dict, List, Sequence
 
 from simhost.gpuinventory import (
     AMD_MODEL,
@@ -18,7 +19,18 @@ from simhost.gpuinventory import (
     require_vendor,
     temperature,
 )
-from simhost.hostconfig import HostConfig
+from simhost.hostconfig import AMD_VIOLATIONS, ForeignProcess, HostConfig
+
+# nvidia-smi's throttle reasons as amd-smi's nearest violation, so one knob serves both vendors:
+# hardware slowdown is the PROCHOT signal, thermal ones the socket and HBM sensors, a power brake
+# the voltage regulators, the software power cap amd-smi's package power tracking (PPT).
+AMD_VIOLATION_OF = {
+    "hw_slowdown": "prochot",
+    "hw_thermal_slowdown": "socket_thermal",
+    "sw_thermal_slowdown": "hbm_thermal",
+    "hw_power_brake_slowdown": "vr_thermal",
+    "sw_power_cap": "ppt",
+}
 
 
 def _rocm_card(host: HostConfig, index: int, live: GpuLive) -> Dict[str, str]:
@@ -102,7 +114,7 @@ def _amd_metric(host: HostConfig, index: int, live: GpuLive) -> Dict[str, object
             "gfx_voltage": "N/A",
             "soc_voltage": "N/A",
             "mem_voltage": "N/A",
-            "throttle_status": "UNTHROTTLED",
+            "throttle_status": "THROTTLED" if _violations(host) else "UNTHROTTLED",
             "power_management": "ENABLED",
         },
         "temperature": {
@@ -110,7 +122,8 @@ def _amd_metric(host: HostConfig, index: int, live: GpuLive) -> Dict[str, object
             "hotspot": _unit(temperature(live) + 5, "C"),
             "mem": _unit(temperature(live), "C"),
         },
-        "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": 0},
+        "ecc": _ecc(host),
+        "ecc_blocks": {"UMC": _ecc_counts(host.gpu_health.ecc_uncorrectable)},
         "mem_usage": {
             "total_vram": _unit(total, "MB"),
             "used_vram": _unit(used, "MB"),
@@ -119,13 +132,81 @@ def _amd_metric(host: HostConfig, index: int, live: GpuLive) -> Dict[str, object
             "used_visible_vram": _unit(used, "MB"),
             "free_visible_vram": _unit(total - used, "MB"),
         },
+        "throttle": _throttle(host),
     }
+
+
+def _ecc_counts(uncorrectable: int) -> Dict[str, int]:
+    return {"correctable_count": 0, "uncorrectable_count": uncorrectable, "deferred_count": 0}
+
+
+def _ecc(host: HostConfig) -> Dict[str, int]:
+    # The whole GPU's counts; the UMC (memory controller) block holds all of them here.
+    uncorrectable = host.gpu_health.ecc_uncorrectable
+    return {
+        "total_correctable_count": 0,
+        "total_uncorrectable_count": uncorrectable,
+        "total_deferred_count": 0,
+        "cache_correctable_count": 0,
+        "cache_uncorrectable_count": 0,
+    }
+
+
+def _violations(host: HostConfig) -> List[str]:
+    reasons = host.gpu_health.throttle_reasons
+    return [AMD_VIOLATION_OF.get(reason, reason) for reason in reasons]
+
+
+def _throttle(host: HostConfig) -> Dict[str, object]:
+    """`metric --throttle` as amdsmi_commands.py prints it for an MI300: accumulators, then
+    ACTIVE / NOT ACTIVE per violation, then the share of the last window spent in it."""
+    active = set(_violations(host))
+    section: Dict[str, object] = {"accumulation_counter": 1000}
+    section.update(
+        {"{}_accumulated".format(name): 1000 if name in active else 0 for name in AMD_VIOLATIONS}
+    )
+    for name in AMD_VIOLATIONS:
+        section[name + "_violation_status"] = "ACTIVE" if name in active else "NOT ACTIVE"
+    for name in AMD_VIOLATIONS:
+        section[name + "_violation_activity"] = _unit(100 if name in active else 0, "%")
+    return section
 
 
 def render_amd_smi_json(host: HostConfig, live: Sequence[GpuLive]) -> str:
     """`amd-smi metric --json` as ROCm <= 6.3 prints it: a bare list, one object per GPU."""
     require_vendor(host, "amd", "amd-smi")
     return json.dumps([_amd_metric(host, i, g) for i, g in enumerate(live)], indent=4) + "\n"
+
+
+def render_amd_smi_process(host: HostConfig) -> str:
+    """`amd-smi process --json` (ROCm <= 6.3: a bare list): per GPU the foreign processes the
+    config lists, or amd-smi's placeholder when there are none."""
+    require_vendor(host, "amd", "amd-smi")
+    payload = []
+    for index in range(host.gpu_count):
+        listed = [
+            {"process_info": _process_info(process)}
+            for process in host.gpu_health.foreign_processes
+            if process.gpu == index
+        ]
+        none = [{"process_info": "No running processes detected"}]
+        payload.append({"gpu": index, "process_list": listed or none})
+    return json.dumps(payload, indent=4) + "\n"
+
+
+def _process_info(process: ForeignProcess) -> Dict[str, object]:
+    held = process.used_memory_mib * MIB
+    return {
+        "name": process.name,
+        "pid": process.pid,
+        "mem_usage": _unit(held, "B"),
+        "usage": {"gfx": _unit(0, "ns"), "enc": _unit(0, "ns")},
+        "memory_usage": {
+            "gtt_mem": _unit(0, "B"),
+            "cpu_mem": _unit(0, "B"),
+            "vram_mem": _unit(held, "B"),
+        },
+    }
 
 
 def render_rocm_version(host: HostConfig) -> str:

@@ -23,6 +23,7 @@ from simhost.hostconfig import (
     resolve_host_config,
     tier_report,
 )
+from simhost.kernellog import render_kernel_log
 from simhost.scenarios import ARMS, SCENARIOS, bench_command, serve_command
 from simhost.serveargs import UsageError, add_serve_arguments, serve_settings
 from simhost.smi import (
@@ -31,7 +32,6 @@ from simhost.smi import (
     SmiQueryError,
     SmiUnavailableError,
     render,
-    render_kernel_log,
 )
 from simhost.statefile import read_live_states, state_dir
 
@@ -90,7 +90,9 @@ def build_parser() -> OneLineParser:
     tier.add_argument("--json", action="store_true")
     commands.add_parser("meminfo", parents=common, help="host memory as /proc/meminfo shows it")
     commands.add_parser(
-        "dmesg", parents=common, help="kernel log as `dmesg --time-format iso` (XID faults)"
+        "dmesg",
+        parents=common,
+        help="kernel log as `dmesg --time-format iso` (XID or amdgpu faults)",
     )
     _add_simulate(commands, common)
     scenarios = commands.add_parser("scenarios", help="list scenarios or print one's commands")

@@ -57,16 +57,27 @@ class XidEvent:
 
 
 @dataclass(frozen=True)
+class AmdgpuEvent:
+    """An amdgpu fault line `simhost dmesg` prints on an AMD host (kinds: AMDGPU_EVENT_KINDS)."""
+
+    gpu: int
+    kind: str
+    seconds_ago: float = 0.0
+
+
+@dataclass(frozen=True)
 class GpuHealth:
     """Fault knobs for the smi output: foreign processes, memory held without a visible
     process, active clock-throttle reasons (nvidia-smi's names without the prefix, e.g.
-    "hw_slowdown"), volatile uncorrectable ECC; and XID lines for the kernel log."""
+    "hw_slowdown", which amd-smi shows as its nearest violation; or amd-smi's own violation
+    names on an AMD host), uncorrectable ECC; and XID (NVIDIA) or amdgpu (AMD) kernel-log lines."""
 
     foreign_processes: Tuple[ForeignProcess, ...] = ()
     throttle_reasons: Tuple[str, ...] = ()
     ecc_uncorrectable: int = 0
     held_memory: Tuple[HeldMemory, ...] = ()
     xid_events: Tuple[XidEvent, ...] = ()
+    amdgpu_events: Tuple[AmdgpuEvent, ...] = ()
 
 
 THROTTLE_REASONS = (
@@ -79,6 +90,19 @@ THROTTLE_REASONS = (
     "sync_boost",
     "sw_thermal_slowdown",
     "display_clocks_setting",
+)
+# amd-smi metric's `throttle` violations (ROCm 6.3 names, without "_violation_status").
+AMD_VIOLATIONS = ("prochot", "ppt", "socket_thermal", "vr_thermal", "hbm_thermal")
+AMDGPU_EVENT_KINDS = (
+    "ras_uncorrectable",
+    "ras_deferred",
+    "ras_poison",
+    "ras_fatal",
+    "bad_pages",
+    "reset_failed",
+    "gpu_reset",
+    "ring_timeout",
+    "page_fault",
 )
 
 
@@ -207,7 +231,7 @@ def _health(data: Any, source: str) -> GpuHealth:
             )
         )
     reasons = tuple(data.get("throttle_reasons") or ())
-    unknown = [r for r in reasons if r not in THROTTLE_REASONS]
+    unknown = [r for r in reasons if r not in THROTTLE_REASONS + AMD_VIOLATIONS]
     if unknown:
         raise HostConfigError(
             "{}: field gpu_health.throttle_reasons: unknown {!r}".format(source, unknown[0])
@@ -216,7 +240,12 @@ def _health(data: Any, source: str) -> GpuHealth:
     if not isinstance(ecc, int) or isinstance(ecc, bool) or ecc < 0:
         raise HostConfigError("{}: field gpu_health.ecc_uncorrectable must be >= 0".format(source))
     return GpuHealth(
-        tuple(processes), reasons, ecc, _held_memory(data, source), _xid_events(data, source)
+        tuple(processes),
+        reasons,
+        ecc,
+        _held_memory(data, source),
+        _xid_events(data, source),
+        _amdgpu_events(data, source),
     )
 
 
@@ -252,6 +281,18 @@ def _xid_events(data: Mapping[str, Any], source: str) -> Tuple[XidEvent, ...]:
     return tuple(events)
 
 
+def _amdgpu_events(data: Mapping[str, Any], source: str) -> Tuple[AmdgpuEvent, ...]:
+    events = []
+    for where, item in _items(data, "amdgpu_events", source):
+        merged = dict({"seconds_ago": 0.0}, **item)
+        kind = _field(merged, "kind", str, where)
+        if kind not in AMDGPU_EVENT_KINDS:
+            raise HostConfigError("{}: field kind: unknown {!r}".format(where, kind))
+        gpu = _field(merged, "gpu", int, where)
+        events.append(AmdgpuEvent(gpu, kind, _field(merged, "seconds_ago", float, where)))
+    return tuple(events)
+
+
 def host_config_from_dict(data: Mapping[str, Any], source: str) -> HostConfig:
     """Validate a host config; omitted fields come from the preset named by `preset`."""
     base_name = data.get("preset", DEFAULT_HOST_PRESET)
@@ -282,10 +323,28 @@ def host_config_from_dict(data: Mapping[str, Any], source: str) -> HostConfig:
 def _check_ranges(config: HostConfig, source: str) -> None:
     if config.gpu_vendor not in ("nvidia", "amd"):
         raise HostConfigError("{}: field gpu.vendor must be 'nvidia' or 'amd'".format(source))
+    _check_vendor_knobs(config, source)
     if not 0 < config.gpu_count <= 64:
         raise HostConfigError("{}: field gpu.count must be from 1 to 64".format(source))
     if config.gpu_memory_mib <= 0 or config.host_memory_gib <= 0:
         raise HostConfigError("{}: memory sizes must be > 0".format(source))
+
+
+def _check_vendor_knobs(config: HostConfig, source: str) -> None:
+    """A knob of the other vendor's tools would print nothing: refuse it rather than ignore it."""
+    health = config.gpu_health
+    foreign = {
+        "nvidia": [("amdgpu_events", bool(health.amdgpu_events))]
+        + [("throttle_reasons", r in AMD_VIOLATIONS) for r in health.throttle_reasons],
+        "amd": [("xid_events", bool(health.xid_events))],
+    }[config.gpu_vendor]
+    for name, present in foreign:
+        if present:
+            raise HostConfigError(
+                "{}: field gpu_health.{} does not apply to {} GPUs".format(
+                    source, name, config.gpu_vendor
+                )
+            )
 
 
 def load_host_config_file(path: str) -> HostConfig:

@@ -32,6 +32,7 @@ def parse_gpu_health_xml(text: str) -> dict[str, Any]:
         raise FormatProblem(f"XML root is <{root.tag[:40]}>, expected <nvidia_smi_log>")
     return {
         "tool": "gpu-health",
+        "source": "nvidia-smi-xml",
         "gpus": [_gpu(index, gpu) for index, gpu in enumerate(root.findall("gpu"))],
     }
 

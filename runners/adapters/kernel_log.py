@@ -1,8 +1,11 @@
-"""NVIDIA XID events in the kernel log: `dmesg --time-format iso` or `journalctl -k -o short-iso`.
+"""GPU fault events in the kernel log (`dmesg --time-format iso` or `journalctl -k -o
+short-iso`): NVIDIA's XIDs and amdgpu's RAS, reset and fault lines (runners.adapters.amdgpu_log).
 
 nvidia-smi has no XID field (`-q` and `--query-gpu` report none; only NVML's event API and DCGM
 do), so the driver's own log line is the source: "NVRM: Xid (PCI:0000:3b:00): 79, pid=...,
-GPU has fallen off the bus." Pure: no I/O, no Django.
+GPU has fallen off the bus." Every event is {"vendor", "pci", "code", "kind", "critical",
+"time", "text"}; the list keeps its first name, `xid_events`, for both vendors.
+Pure: no I/O, no Django.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from runners.adapters.amdgpu_log import amdgpu_event
 from runners.adapters.documents import decode
 from runners.adapters.errors import reading
 
@@ -38,13 +42,18 @@ CRITICAL_XIDS = {
 
 
 def parse_kernel_log(text: str | bytes, *, source: str = "<input>") -> dict[str, Any]:
-    """Every XID line, with its PCI address, code, epoch time (None when the line has no ISO
-    timestamp) and whether the code is a host fault; other lines are skipped."""
+    """Every XID or amdgpu fault line, with its PCI address, epoch time (None when the line
+    has no ISO timestamp) and whether it is a host fault; other lines are skipped."""
     with reading(source):
         # A quiet kernel log is empty output, which is a fact here, not a broken tool.
         lines = decode(text).splitlines() if text.strip() else []
-        events = [event for line in lines if (event := _xid_event(line.strip())) is not None]
+        events = [event for line in lines if (event := _event(line.strip())) is not None]
         return {"tool": "kernel-log", "xid_events": events}
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    event = _xid_event(line) or amdgpu_event(line)
+    return None if event is None else {**event, "time": _epoch(line)}
 
 
 def _xid_event(line: str) -> dict[str, Any] | None:
@@ -53,10 +62,11 @@ def _xid_event(line: str) -> dict[str, Any] | None:
         return None
     pci, code, rest = found.group(1), int(found.group(2)), found.group(3)
     return {
+        "vendor": "nvidia",
         "pci": pci.lower(),
         "code": code,
+        "kind": "xid",
         "critical": code in CRITICAL_XIDS,
-        "time": _epoch(line),
         "text": rest.strip()[:200],
     }
 

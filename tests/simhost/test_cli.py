@@ -108,6 +108,8 @@ def test_the_package_compiles_under_python_3_9():
         ["tier", "--json"],
         ["smi", "--format", "nvidia-xml"],
         ["smi", "--host-preset", "mi300x8-rocm", "--format", "amd-smi-json"],
+        ["smi", "--host-preset", "mi300x8-rocm", "--format", "amd-smi-process"],
+        ["dmesg", "--host-preset", "mi300x8-rocm"],
     ],
 )
 def test_the_probes_run_on_a_bare_python_3_9(args, tmp_path):

@@ -71,6 +71,18 @@ def test_the_flag_wins_over_the_environment_variable(tmp_path):
         ({"offload_tier": {"present": "yes"}}, "offload_tier.present"),
         ({"preset": "nope"}, "preset"),
         ({"vllm_version": 20}, "vllm_version"),
+        (
+            {
+                "preset": "mi300x8-rocm",
+                "gpu_health": {"amdgpu_events": [{"gpu": 1, "kind": "oops"}]},
+            },
+            "amdgpu_events\\[0\\]: field kind",
+        ),
+        (
+            {"preset": "mi300x8-rocm", "gpu_health": {"amdgpu_events": [{"kind": "ras_fatal"}]}},
+            "amdgpu_events\\[0\\]: missing field gpu",
+        ),
+        ({"gpu_health": {"throttle_reasons": ["too_hot"]}}, "gpu_health.throttle_reasons"),
     ],
 )
 def test_a_bad_field_is_refused_with_its_name(data, field):
@@ -90,3 +102,21 @@ def test_an_unreadable_or_broken_file_names_the_file(tmp_path):
 def test_config_and_preset_together_are_refused():
     with pytest.raises(HostConfigError, match="one, not both"):
         resolve_host_config("x.json", "mi300x8-rocm", {})
+
+
+@pytest.mark.parametrize(
+    ("preset", "gpu_health", "field"),
+    [
+        ("h100x8-cpu512", {"amdgpu_events": [{"gpu": 0, "kind": "ras_fatal"}]}, "amdgpu_events"),
+        ("h100x8-cpu512", {"throttle_reasons": ["socket_thermal"]}, "throttle_reasons"),
+        ("mi300x8-rocm", {"xid_events": [{"gpu": 0, "code": 79}]}, "xid_events"),
+    ],
+)
+def test_a_fault_knob_the_hosts_gpu_tools_cannot_show_is_refused(preset, gpu_health, field):
+    with pytest.raises(HostConfigError, match=f"gpu_health.{field} does not apply"):
+        host_config_from_dict({"preset": preset, "gpu_health": gpu_health}, "host.json")
+
+
+def test_an_amd_host_takes_amd_smi_violation_names_and_nvidia_ones():
+    data = {"preset": "mi300x8-rocm", "gpu_health": {"throttle_reasons": ["ppt", "hw_slowdown"]}}
+    assert host_config_from_dict(data, "t").gpu_health.throttle_reasons == ("ppt", "hw_slowdown")

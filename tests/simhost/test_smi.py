@@ -9,7 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from simhost.hostconfig import resolve_host_config
+from simhost.hostconfig import host_config_from_dict, resolve_host_config
+from simhost.kernellog import render_kernel_log
 from simhost.nvidiasmi import csv_fields
 from simhost.smi import (
     GpuLive,
@@ -133,7 +134,13 @@ def test_amd_smi_json_is_a_bare_list_with_real_amd_smi_keys():
 
 @pytest.mark.parametrize(
     ("fmt", "host"),
-    [("nvidia-xml", AMD), ("nvidia-csv", AMD), ("rocm-json", NVIDIA), ("amd-smi-json", NVIDIA)],
+    [
+        ("nvidia-xml", AMD),
+        ("nvidia-csv", AMD),
+        ("rocm-json", NVIDIA),
+        ("amd-smi-json", NVIDIA),
+        ("amd-smi-process", NVIDIA),
+    ],
 )
 def test_a_tool_of_the_other_gpu_vendor_is_not_found(fmt, host):
     with pytest.raises(SmiUnavailableError, match="command not found"):
@@ -142,3 +149,53 @@ def test_a_tool_of_the_other_gpu_vendor_is_not_found(fmt, host):
 
 def test_the_rocm_version_file_holds_the_configured_rocm_version():
     assert render("rocm-version", AMD, _live(AMD), NOW).startswith("6.3.1")
+
+
+def test_amd_smi_process_lists_foreign_processes_in_amdsmis_layout():
+    foreign = {"gpu": 1, "pid": 9, "name": "train.py", "used_memory_mib": 2}
+    host = host_config_from_dict(
+        {"preset": "mi300x8-rocm", "gpu_health": {"foreign_processes": [foreign]}}, "t"
+    )
+    payload = json.loads(render("amd-smi-process", host, _live(host), NOW))
+    assert [entry["gpu"] for entry in payload] == list(range(8))
+    assert payload[0]["process_list"] == [{"process_info": "No running processes detected"}]
+    (listed,) = payload[1]["process_list"]
+    info = listed["process_info"]
+    assert (info["name"], info["pid"]) == ("train.py", 9)
+    assert info["memory_usage"]["vram_mem"] == {"value": 2 * 2**20, "unit": "B"}
+    assert set(info) == {"name", "pid", "mem_usage", "usage", "memory_usage"}
+
+
+def test_amd_smi_metric_shows_the_throttle_and_ecc_knobs_in_real_keys():
+    host = host_config_from_dict(
+        {
+            "preset": "mi300x8-rocm",
+            "gpu_health": {"throttle_reasons": ["hw_thermal_slowdown"], "ecc_uncorrectable": 4},
+        },
+        "t",
+    )
+    (gpu, *_) = json.loads(render("amd-smi-json", host, _live(host), NOW))
+    real = json.loads((FIXTURES / "jkoudela__amd-smi_metric_json.sample.json").read_text())[0]
+    assert set(gpu["throttle"]) == set(real["throttle"])
+    assert gpu["throttle"]["socket_thermal_violation_status"] == "ACTIVE"
+    assert gpu["throttle"]["ppt_violation_status"] == "NOT ACTIVE"
+    assert gpu["ecc"]["total_uncorrectable_count"] == 4
+    assert gpu["ecc_blocks"]["UMC"]["uncorrectable_count"] == 4
+
+
+def test_the_kernel_log_carries_each_vendors_own_driver_lines():
+    amd = host_config_from_dict(
+        {
+            "preset": "mi300x8-rocm",
+            "gpu_health": {"amdgpu_events": [{"gpu": 2, "kind": "ras_fatal"}]},
+        },
+        "t",
+    )
+    log = render_kernel_log(amd, NOW.astimezone())
+    (line,) = [line for line in log.splitlines() if "amdgpu" in line]
+    # The address rocm-smi reports for GPU 2, so the check can name the GPU.
+    pci = json.loads(render("rocm-json", amd, _live(amd), NOW))["card2"]["PCI Bus"]
+    assert f"amdgpu {pci}: {{1}}uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT)" in line
+    assert "NVRM" not in log
+    nvidia = host_config_from_dict({"gpu_health": {"xid_events": [{"gpu": 0, "code": 79}]}}, "t")
+    assert "NVRM: Xid (PCI:0000:18:00): 79," in render_kernel_log(nvidia, NOW.astimezone())

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from runners import adapters
 from runners.adapters.kernel_log import parse_kernel_log
 from tests.runners.adapters.golden import FIXTURES
@@ -53,3 +55,108 @@ def test_a_line_without_a_readable_time_keeps_the_event_with_no_time():
 
 def test_an_empty_log_is_a_fact_not_an_error():
     assert adapters.parse(b"", tool="kernel-log")["xid_events"] == []
+
+
+def test_xid_events_say_their_vendor_and_kind():
+    (event,) = parse_kernel_log(JOURNAL_SHORT_ISO)["xid_events"]
+    assert (event["vendor"], event["kind"]) == ("nvidia", "xid")
+
+
+# amdgpu's lines in the layouts the driver prints them (runners/adapters/amdgpu_log.py cites the
+# source of each): "amdgpu <PCI>: amdgpu: <text>" from dev_err/dev_info, "amdgpu <PCI>: {N}<text>"
+# from RAS_EVENT_LOG, as a real MI300X log shows (tests/fixtures/kernel-log/PROVENANCE.md).
+AMDGPU_LINES = [
+    (
+        "amdgpu 0000:dd:00.0: {3}socket: 1, die: 0, 2 new uncorrectable hardware errors "
+        "detected in umc block",
+        "ras_uncorrectable",
+        True,
+    ),
+    (
+        "amdgpu 0000:03:00.0: amdgpu: 1 uncorrectable hardware errors detected in UMC block",
+        "ras_uncorrectable",  # kernels before the per-socket lines
+        True,
+    ),
+    (
+        "amdgpu 0000:dd:00.0: {4}socket: 1, die: 0, 1 new deferred hardware errors detected "
+        "in umc block",
+        "ras_deferred",
+        True,
+    ),
+    (
+        "amdgpu 0000:68:00.0: {14}poison is consumed by client 12, kick off gpu reset flow",
+        "ras_poison",
+        True,
+    ),
+    ("amdgpu 0000:68:00.0: {15}Poison is created", "ras_poison", True),
+    (
+        "amdgpu 0000:dd:00.0: {1}uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!",
+        "ras_fatal",
+        True,
+    ),
+    (
+        "amdgpu 0000:5f:00.0: amdgpu: Saved bad pages 130 reaches threshold value 128",
+        "bad_pages",
+        True,
+    ),
+    ("amdgpu 0000:dd:00.0: amdgpu: GPU reset(2) failed", "reset_failed", True),
+    ("amdgpu 0000:62:00.0: amdgpu: Mode2 reset failed!", "reset_failed", True),
+    # What a faulting program causes: recorded, not a host fault.
+    ("amdgpu 0000:dd:00.0: amdgpu: GPU reset begin!", "gpu_reset", False),
+    (
+        "amdgpu 0000:03:00.0: amdgpu: ring gfx_0.0.0 timeout, signaled seq=8, emitted seq=10",
+        "ring_timeout",
+        False,
+    ),
+    (
+        "amdgpu 0000:c1:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 "
+        "pasid:32770)",
+        "page_fault",
+        False,
+    ),
+    (
+        "amdgpu 0000:0b:00.0: [mmhub] page fault (src_id:0 ring:0 vmid:0 pasid:0)",
+        "page_fault",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "kind", "critical"), AMDGPU_LINES)
+def test_each_amdgpu_fault_line_gives_its_gpu_kind_and_class(line, kind, critical):
+    text = f"2026-12-01T10:15:30,250000+00:00 {line}\n"
+    (event,) = parse_kernel_log(text)["xid_events"]
+    assert (event["vendor"], event["kind"], event["critical"]) == ("amd", kind, critical)
+    assert event["pci"] == line.split()[1].rstrip(":")
+    assert event["code"] is None
+    assert event["time"] == datetime(2026, 12, 1, 10, 15, 30, 250000, UTC).timestamp()
+    assert not event["text"].startswith(("amdgpu:", "{"))  # the driver's prefixes are dropped
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # counts of zero, correctable errors and the running totals are no new fault
+        "amdgpu 0000:dd:00.0: {3}socket: 1, die: 0, 0 new uncorrectable hardware errors "
+        "detected in umc block",
+        "amdgpu 0000:9d:00.0: {1}socket: 6, die: 1, 1533 new correctable hardware errors "
+        "detected in xgmi_wafl block",
+        "amdgpu 0000:dd:00.0: {3}socket: 1, die: 0, 2 uncorrectable hardware errors detected "
+        "in total in umc block",
+        "amdgpu 0000:dd:00.0: amdgpu: GPU reset(2) succeeded!",
+        "amdgpu 0000:dd:00.0: amdgpu: Dumping IP State",
+        "[drm] VRAM is lost due to GPU reset!",
+    ],
+)
+def test_amdgpu_lines_that_report_no_fault_give_no_event(line):
+    assert parse_kernel_log(f"2026-12-01T10:15:30,000000+00:00 {line}\n")["xid_events"] == []
+
+
+def test_journalctl_prefixes_amdgpu_lines_with_the_host_and_kernel():
+    text = (
+        "2026-12-01T11:15:30+0100 gpu-07 kernel: amdgpu 0000:C1:00.0: {7}uncorrectable "
+        "hardware error(ERREVENT_ATHUB_INTERRUPT) detected!\n"
+    )
+    (event,) = parse_kernel_log(text)["xid_events"]
+    assert (event["pci"], event["kind"]) == ("0000:c1:00.0", "ras_fatal")
+    assert event["time"] == datetime(2026, 12, 1, 10, 15, 30, tzinfo=UTC).timestamp()
