@@ -15,7 +15,7 @@ import pytest
 from gates.models import Run, Soak, SoakSample
 from gates.services import soak as soak_service
 from runners import soak as pure
-from simhost.smi import render_kernel_log
+from simhost.kernellog import render_kernel_log
 from tests.gates.test_soak_sample_columns import soak, window_line  # noqa: F401 (fixture)
 from tests.runners.test_soak_health import host, smi
 

@@ -21,8 +21,8 @@ from runners import soak, soakhealth
 from runners.remote import soakwatch
 from simhost.gpuinventory import GpuLive
 from simhost.hostconfig import host_config_from_dict
+from simhost.kernellog import render_kernel_log
 from simhost.nvidiasmi import render_nvidia_xml
-from simhost.smi import render_kernel_log
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
