@@ -1,9 +1,10 @@
 """Whether the host stayed fit to measure through a G4 soak. Each window's GPU health (nvidia-smi's
 XML, or on an AMD host amd-smi's metric and process views) and new kernel-log lines are read
-into its sample (`window_health`); the soak's windows, folded in
-order (`health_fold`), end it as infra_error on a critical XID logged since the run started, a
-foreign process on a GPU, or uncorrectable ECC errors that rose since the soak's first window.
-Throttled clocks, a program's own XID and a probe that could not be read are notes.
+into its sample (`window_health`); the soak's windows, folded in order (`health_fold`), end it
+as infra_error on a critical XID or amdgpu fault logged since the run started, a foreign
+process on a GPU, or uncorrectable ECC errors that rose since the soak's first window.
+Throttled clocks, a program's own XID or amdgpu fault and a probe that could not be read are
+notes.
 
 The wording and the XID and foreign-process rules are runners.contract's (`host_unfit`).
 Pure: no I/O, no Django; runners/soak.py calls it, gates/services/soak.py stores what it says.
@@ -26,7 +27,7 @@ from runners.adapters.documents import decode
 from runners.adapters.errors import FormatProblem, one_line
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.adapters.gpu_inventory import inventory_source
-from runners.contract import host_unfit
+from runners.contract import fault_name, host_unfit
 
 SMI_FILE = "smi.txt"
 KERNEL_LOG_FILE = "kernel-log.txt"
@@ -185,7 +186,7 @@ def _xid_events(raw: bytes | None, error: str | None, notes: list[str]) -> list[
         return None
     program = [event for event in events if not event.get("critical")]
     notes += [
-        f"XID {event['code']} at PCI {event['pci']} in the kernel log (what a faulting program "
+        f"{fault_name(event)} at PCI {event['pci']} in the kernel log (what a faulting program "
         f"causes, the server's possibly; not a host fault): {event['text'][:120]}"
         for event in program[-MAX_PROGRAM_XID_NOTES:]
     ]

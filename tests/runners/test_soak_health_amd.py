@@ -269,3 +269,14 @@ def test_the_agent_config_names_each_gpu_probes_vendor_and_the_amd_smi_probes(pr
     ]
     if profile == "vllm":
         assert probes["amd_metric"]["argv"] == ["amd-smi", "metric", "--gpu", "all", "--json"]
+
+
+def test_an_amdgpu_fault_a_program_causes_is_a_note_in_amdgpus_words():
+    faults = [{"gpu": 1, "kind": "page_fault", "seconds_ago": 5}]
+    health = amd_window(files=amd_files(amdgpu_events=faults))
+    (note,) = health["notes"]
+    assert note.startswith(
+        "amdgpu GPU page fault (page_fault) at PCI 0000:28:00.0 in the kernel log (what a "
+        "faulting program causes"
+    )
+    assert fold(health)[1] == [[]]
