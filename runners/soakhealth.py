@@ -32,8 +32,8 @@ from runners.contract import fault_name, host_unfit
 SMI_FILE = "smi.txt"
 KERNEL_LOG_FILE = "kernel-log.txt"
 # GPU health per smi source. amd-smi static and rocm-smi carry none (no ECC, processes or
-# violations): on an AMD host the agent also runs the amd_metric and amd_process probes into
-# these files, whose tool names are what the soak keeps them as.
+# violations), so on an AMD host the agent also runs the amd_metric and amd_process probes:
+# the window files they land in, and the tool each is kept as (runners.soak.window_artifacts).
 HEALTH_READERS = {"nvidia-smi-xml": parse_gpu_health_xml}
 AMD_FILES = {AMD_METRIC: "amd-metric.txt", AMD_PROCESS: "amd-process.txt"}
 AMD_TOOLS = {AMD_METRIC: "amd-smi-metric", AMD_PROCESS: "amd-smi-process"}
