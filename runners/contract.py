@@ -98,7 +98,7 @@ def xid_faults(events: list[dict], health: dict | None, since: float | None) -> 
     without a readable time counts: nothing shows it predates the run."""
     gpus = _gpus_by_pci(health)
     return [
-        f"{_gpu_of(event, gpus)}: {_fault_name(event)} in the kernel log: {event['text'][:120]}"
+        f"{_gpu_of(event, gpus)}: {fault_name(event)} in the kernel log: {event['text'][:120]}"
         for event in events
         if event.get("critical")
         and (since is None or event.get("time") is None or event["time"] >= since)
@@ -112,10 +112,15 @@ def _gpu_of(event: dict, gpus: dict[str, str]) -> str:
     return gpus.get(_pci_key(pci), f"GPU at PCI {pci}")
 
 
-def _fault_name(event: dict) -> str:
+def fault_name(event: dict) -> str:
+    """A kernel-log GPU event in words: `XID 79 (GPU has fallen off the bus)`, `XID 31` (a
+    program's), `amdgpu uncorrectable ECC error (ras_uncorrectable)`, `amdgpu GPU page fault
+    (page_fault)`."""
     # Events stored before amdgpu lines were read carry no vendor: they are all XIDs.
     if event.get("vendor", "nvidia") == "nvidia":
-        return f"XID {event['code']} ({CRITICAL_XIDS.get(event['code'], 'critical XID')})"
+        code = event["code"]
+        meaning = CRITICAL_XIDS.get(code, "critical XID" if event.get("critical") else None)
+        return f"XID {code} ({meaning})" if meaning else f"XID {code}"
     kind = event.get("kind")
     meaning = AMDGPU_FAULTS[kind][0] if kind in AMDGPU_FAULTS else "GPU fault"
     return f"amdgpu {meaning} ({kind})"

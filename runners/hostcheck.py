@@ -10,7 +10,12 @@ from __future__ import annotations
 import contextlib
 
 from runners import adapters
-from runners.adapters.amd_health import parse_amd_health
+from runners.adapters.amd_health import (
+    AMD_METRIC,
+    AMD_PROCESS,
+    inventory_bus_ids,
+    parse_amd_health,
+)
 from runners.adapters.errors import FormatProblem, one_line
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.commands import fill
@@ -18,10 +23,6 @@ from runners.contract import GPU_MEMORY_HELD_MAX_MIB, check_host, inventory_of, 
 from runners.errors import InfrastructureError
 from runners.results import Artifact, probe_proof
 from runners.stepcontext import SHORT_COMMAND_S, StepContext, StepProgress, probe_values
-
-# The profile probes whose output is amd-smi's fitness view (gates/builtin_profiles/*.json).
-AMD_METRIC = "amd_metric"
-AMD_PROCESS = "amd_process"
 
 
 def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
@@ -64,8 +65,7 @@ def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 def amd_health(outputs: dict[str, str], facts: dict) -> tuple[dict | None, str]:
     """The gpu-health form from the amd-smi probes' outputs, and what the run log says of them
     when they fell short; the GPUs' PCI addresses come from the inventory probe's facts."""
-    gpus = (facts.get("gpu_inventory") or {}).get("gpus") or []
-    bus_ids = {gpu.get("index"): gpu.get("bus_id") for gpu in gpus}
+    bus_ids = inventory_bus_ids(facts.get("gpu_inventory"))
     processes = outputs.get(AMD_PROCESS)
     try:
         health = parse_amd_health(outputs[AMD_METRIC], processes, bus_ids=bus_ids)

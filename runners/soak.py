@@ -30,6 +30,8 @@ NOT_KEPT = "SHA-256 mismatch, not kept"
 # counts inside the crashed window) mean nobody watched the product in between.
 GAP_TOLERANCE_S = 1.0
 DEFAULT_MAX_RESTARTS = 3
+# The GPU probes in the order the agent tries them, and whose GPUs each one reads.
+GPU_PROBE_VENDORS = {"gpu_nvidia": "nvidia", "gpu_amd": "amd", "gpu_rocm": "amd"}
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ def agent_config(spec: dict, commands: dict, values: dict, paths: SoakPaths) -> 
         "bench_result": f"{paths.data_dir}/bench-current.json",
         "health_url": base_url + "/health",
         "metrics_url": base_url + "/metrics",
-        "smi_argvs": _smi_argvs(commands, values),
+        **_gpu_probes(commands, values),
         "kernel_log_argv": _probe_argv(commands, values, "kernel_log"),
         "restart_on_crash": soak.get("restart_on_crash", True),
         # Restarting past the crash limit measures nothing: the gate has failed by then.
@@ -105,19 +107,34 @@ def _load_values(load: dict) -> dict:
     return found
 
 
-def _smi_argvs(commands: dict, values: dict) -> list[list[str]]:
+def _gpu_probes(commands: dict, values: dict) -> dict:
+    """What the agent probes of the GPUs each window: the first of `smi_argvs` that works
+    (its vendor in `smi_vendors`), and on a host where that was an AMD one also `amd_probes`
+    (amd-smi's metric and process views, which carry the health AMD's inventory lacks)."""
+    names, probes = _smi_names(commands, values), commands.get("probes", {})
+    amd = [(name, file) for name, file in soakhealth.AMD_FILES.items() if name in probes]
+    return {
+        "smi_argvs": [_probe_argv(commands, values, name) for name in names],
+        "smi_vendors": [GPU_PROBE_VENDORS.get(name) for name in names],
+        "amd_probes": [
+            {"name": name, "file": file, "argv": _probe_argv(commands, values, name)}
+            for name, file in amd
+        ],
+    }
+
+
+def _smi_names(commands: dict, values: dict) -> list[str]:
     """The profile's GPU probes, the host's `gpu_probe` first, then in a fixed order: the
     agent runs the first that works. (Not the profile's key order: a JSON column may keep
     keys sorted by length, which put amd-smi before nvidia-smi.)"""
     probes = commands.get("probes", {})
     names = sorted((n for n in probes if n.startswith("gpu_")), key=_gpu_probe_rank)
     wanted = values.get("gpu_probe")
-    names = [wanted] + [n for n in names if n != wanted] if wanted in probes else names
-    return [_probe_argv(commands, values, name) for name in names]
+    return [wanted] + [n for n in names if n != wanted] if wanted in probes else names
 
 
 def _gpu_probe_rank(name: str) -> tuple[int, str]:
-    order = ("gpu_nvidia", "gpu_amd", "gpu_rocm")
+    order = list(GPU_PROBE_VENDORS)
     return (order.index(name) if name in order else len(order), name)
 
 
@@ -199,6 +216,7 @@ def window_artifacts(window: Window) -> list[Artifact]:
         "smi.txt": "gpu-inventory",
         "bench.log": "bench-log",
         soakhealth.KERNEL_LOG_FILE: "kernel-log",
+        **{soakhealth.AMD_FILES[name]: tool for name, tool in soakhealth.AMD_TOOLS.items()},
     }
     folder = window_folder(window.seq)
     kept = [

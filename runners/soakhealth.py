@@ -1,8 +1,10 @@
-"""Whether the host stayed fit to measure through a G4 soak. Each window's smi output and new
-kernel-log lines are read into its sample (`window_health`); the soak's windows, folded in
-order (`health_fold`), end it as infra_error on a critical XID logged since the run started, a
-foreign process on a GPU, or uncorrectable ECC errors that rose since the soak's first window.
-Throttled clocks, a program's own XID and a probe that could not be read are notes.
+"""Whether the host stayed fit to measure through a G4 soak. Each window's GPU health (nvidia-smi's
+XML, or on an AMD host amd-smi's metric and process views) and new kernel-log lines are read
+into its sample (`window_health`); the soak's windows, folded in order (`health_fold`), end it
+as infra_error on a critical XID or amdgpu fault logged since the run started, a foreign
+process on a GPU, or uncorrectable ECC errors that rose since the soak's first window.
+Throttled clocks, a program's own XID or amdgpu fault and a probe that could not be read are
+notes.
 
 The wording and the XID and foreign-process rules are runners.contract's (`host_unfit`).
 Pure: no I/O, no Django; runners/soak.py calls it, gates/services/soak.py stores what it says.
@@ -14,17 +16,32 @@ import contextlib
 from typing import Any
 
 from runners import adapters
+from runners.adapters.amd_health import (
+    AMD_METRIC,
+    AMD_PROCESS,
+    inventory_bus_ids,
+    parse_amd_health,
+    parse_amd_processes,
+)
 from runners.adapters.documents import decode
-from runners.adapters.errors import FormatProblem
+from runners.adapters.errors import FormatProblem, one_line
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.adapters.gpu_inventory import inventory_source
-from runners.contract import host_unfit
+from runners.contract import fault_name, host_unfit
 
 SMI_FILE = "smi.txt"
 KERNEL_LOG_FILE = "kernel-log.txt"
-# GPU health per smi source; a source without a reader (rocm-smi, amd-smi so far) still gives
-# the inventory numbers, only no health: that is no fault of the window, so no note either.
+# GPU health per smi source. amd-smi static and rocm-smi carry none (no ECC, processes or
+# violations), so on an AMD host the agent also runs the amd_metric and amd_process probes:
+# the window files they land in, and the tool each is kept as (runners.soak.window_artifacts).
 HEALTH_READERS = {"nvidia-smi-xml": parse_gpu_health_xml}
+AMD_FILES = {AMD_METRIC: "amd-metric.txt", AMD_PROCESS: "amd-process.txt"}
+AMD_TOOLS = {AMD_METRIC: "amd-smi-metric", AMD_PROCESS: "amd-smi-process"}
+AMD_LABELS = {AMD_METRIC: "amd-smi metric", AMD_PROCESS: "amd-smi process"}
+NOT_CHECKED = {
+    AMD_METRIC: "GPU health not checked in this window",
+    AMD_PROCESS: "foreign processes not checked in this window",
+}
 # Bounds on what one window and one soak keep (a kernel log in a storm must not bloat rows).
 MAX_EVENTS = 20
 MAX_PROGRAM_XID_NOTES = 3
@@ -37,7 +54,14 @@ def window_health(line: dict, files: dict[str, bytes]) -> dict[str, Any]:
     kernel log was not read) and its notes."""
     notes: list[str] = []
     errors = line.get("probe_errors") or {}
-    gpus = _gpus(files.get(SMI_FILE), errors.get("smi"), _server_pids(line), notes)
+    amd = _amd_watched(files, errors)
+    # On an AMD host smi.txt is the inventory only: without it amd-smi still reads the health.
+    lost = "GPUs not matched to PCI addresses" if amd else "GPU health not checked"
+    gpus = _gpus(files.get(SMI_FILE), errors.get("smi"), notes, f"{lost} in this window")
+    if gpus is None and amd:
+        gpus = _amd_gpus(files, errors, notes)
+    server = _server_pids(line)
+    gpus = None if gpus is None else [_gpu(gpu, server) for gpu in gpus]
     events = _xid_events(files.get(KERNEL_LOG_FILE), errors.get("kernel_log"), notes)
     for gpu in gpus or []:
         # Clocks held down under a sustained load are the host's state, not a fault that
@@ -54,22 +78,83 @@ def _server_pids(line: dict) -> set[int]:
     return {pid for pid in pids if isinstance(pid, int)}
 
 
-def _gpus(raw: bytes | None, error: str | None, server: set[int], notes: list[str]):
+def _gpus(raw: bytes | None, error: str | None, notes: list[str], lost: str) -> list[dict] | None:
     if error:
-        notes.append(f"smi could not be read ({error}): GPU health not checked in this window")
+        notes.append(f"smi could not be read ({error}): {lost}")
     if not raw:
         if raw is not None and not error:
-            notes.append("smi printed nothing: GPU health not checked in this window")
+            notes.append(f"smi printed nothing: {lost}")
         return None
     try:
         text = decode(raw)
         reader = HEALTH_READERS.get(inventory_source(text) or "")
         if reader is None:
             return None
-        return [_gpu(gpu, server) for gpu in reader(text)["gpus"]]
+        return reader(text)["gpus"]
     except (adapters.AdapterError, FormatProblem, KeyError, TypeError, ValueError) as problem:
-        notes.append(f"smi output unreadable ({problem}): GPU health not checked in this window")
+        notes.append(f"smi output unreadable ({problem}): {lost}")
         return None
+
+
+def _amd_watched(files: dict[str, bytes], errors: dict) -> bool:
+    """The agent ran the amd-smi probes: it does so only on a host whose GPU probe was AMD's."""
+    return any(name in errors or AMD_FILES[name] in files for name in AMD_FILES)
+
+
+def _amd_gpus(files: dict[str, bytes], errors: dict, notes: list[str]) -> list[dict] | None:
+    """The GPUs as amd-smi's metric and process views show them, named by the PCI addresses
+    of the window's inventory (smi.txt: amd-smi static or rocm-smi), as the contract step
+    names them. Without readable processes the rest still counts, with a note."""
+    metric = _amd_output(files, errors, AMD_METRIC, notes)
+    if metric is None:
+        return None
+    processes = _readable_processes(_amd_output(files, errors, AMD_PROCESS, notes), notes)
+    try:
+        return parse_amd_health(metric, processes, bus_ids=_bus_ids(files.get(SMI_FILE)))["gpus"]
+    except (FormatProblem, KeyError, TypeError, ValueError) as problem:
+        notes.append(f"{_said(problem)}: {NOT_CHECKED[AMD_METRIC]}")
+        return None
+
+
+def _amd_output(files: dict[str, bytes], errors: dict, name: str, notes: list[str]) -> str | None:
+    """One amd-smi probe's output as text, or None with a note saying why there is none."""
+    raw, error, label = files.get(AMD_FILES[name]), errors.get(name), AMD_LABELS[name]
+    if error:
+        notes.append(f"{label} could not be read ({error}): {NOT_CHECKED[name]}")
+        return None
+    if not raw:
+        notes.append(f"{label} gave nothing: {NOT_CHECKED[name]}")
+        return None
+    try:
+        return decode(raw)
+    except (FormatProblem, ValueError) as problem:
+        notes.append(f"{label} output: {_said(problem)}: {NOT_CHECKED[name]}")
+        return None
+
+
+def _readable_processes(text: str | None, notes: list[str]) -> str | None:
+    """The process view when it reads (checked apart: its fault must not void the metric's)."""
+    if text is None:
+        return None
+    try:
+        parse_amd_processes(text)
+    except (FormatProblem, KeyError, TypeError, ValueError) as problem:
+        notes.append(f"amd-smi process output: {_said(problem)}: {NOT_CHECKED[AMD_PROCESS]}")
+        return None
+    return text
+
+
+def _bus_ids(raw: bytes | None) -> dict[int, str | None]:
+    if not raw:
+        return {}
+    try:
+        return inventory_bus_ids(adapters.parse(raw, tool="gpu-inventory"))
+    except adapters.AdapterError:
+        return {}  # the kernel log's faults then name the GPU by its PCI address instead
+
+
+def _said(problem: Exception) -> str:
+    return one_line(str(problem), 200)
 
 
 def _gpu(gpu: dict, server: set[int]) -> dict[str, Any]:
@@ -101,7 +186,7 @@ def _xid_events(raw: bytes | None, error: str | None, notes: list[str]) -> list[
         return None
     program = [event for event in events if not event.get("critical")]
     notes += [
-        f"XID {event['code']} at PCI {event['pci']} in the kernel log (what a faulting program "
+        f"{fault_name(event)} at PCI {event['pci']} in the kernel log (what a faulting program "
         f"causes, the server's possibly; not a host fault): {event['text'][:120]}"
         for event in program[-MAX_PROGRAM_XID_NOTES:]
     ]

@@ -41,6 +41,9 @@ VIOLATION_ACTIVITY_MIN_PCT = 5.0
 # lines the hardware has not consumed yet (AMD's RAS counts them apart, amdsmi reports both).
 ECC_TOTALS = ("total_uncorrectable_count", "total_deferred_count")
 ECC_BLOCK_COUNTS = ("uncorrectable_count", "deferred_count")
+# The profile probes (gates/builtin_profiles/*.json) that print what this module reads.
+AMD_METRIC = "amd_metric"
+AMD_PROCESS = "amd_process"
 T = TypeVar("T")
 
 
@@ -60,6 +63,13 @@ def parse_amd_health(
         listed = _named("process", lambda: parse_amd_processes(processes))
     gpus = _named("metric", lambda: _metric_gpus(metric, listed, bus_ids or {}))
     return {"tool": "gpu-health", "source": "amd-smi-json", "gpus": gpus}
+
+
+def inventory_bus_ids(inventory: Mapping[str, Any] | None) -> dict[int, str | None]:
+    """GPU index -> PCI address, from the gpu-inventory form of the host's GPU probe (amd-smi
+    static's `bus.bdf`, rocm-smi's `PCI Bus`): the `bus_ids` parse_amd_health names GPUs by."""
+    gpus = (inventory or {}).get("gpus") or []
+    return {gpu.get("index"): gpu.get("bus_id") for gpu in gpus}
 
 
 def _metric_gpus(

@@ -1,5 +1,6 @@
-"""What a soak window records about the host besides the product: the GPU probe's output, the
-kernel log's lines since the previous window, and the server's own processes.
+"""What a soak window records about the host besides the product: the GPU probe's output (on an
+AMD host also amd-smi's metric and process views), the kernel log's lines since the previous
+window, and the server's own processes.
 
 Standard library only (any Python 3.6+): uploaded beside soakagent.py, which imports it. The
 collector judges what this records (runners/soakhealth.py); nothing here decides.
@@ -16,6 +17,10 @@ KERNEL_LOG_MAX_BYTES = 64 * 1024
 # The previous capture's last lines, found again in the next one, mark where new lines begin.
 ANCHOR_LINES = 3
 MAX_SERVER_PIDS = 256
+# amd-smi's JSON for eight GPUs stays under this (a real one-GPU `metric` is about 10 KiB, ROCm 7's
+# per-partition lists a few times that). One collector read carries a whole window (soakhost.py's
+# READ_MAX_BYTES), and JSON cut short reads as nothing: a larger output is not kept, and why is.
+AMD_OUTPUT_MAX_BYTES = 512 * 1024
 CURSOR_FILE = "kernel-log.cursor"
 # Which GPU probe answered on this host: tried first in the next window.
 _WORKED = {}
@@ -134,13 +139,39 @@ def kernel_log_news(output, data_dir):
     return bounded(news).encode("latin-1")
 
 
+def amd_host(config):
+    """Whether the GPU probe that last worked here reads AMD GPUs (amd-smi or rocm-smi)."""
+    vendors = config.get("smi_vendors") or []
+    index = _WORKED.get("smi")
+    return index is not None and index < len(vendors) and vendors[index] == "amd"
+
+
+def amd_health(probes, files, errors):
+    """amd-smi's metric and process views into their files (the latest), bounded; a probe
+    that failed or printed too much leaves no file and says why in `errors`."""
+    for probe in probes:
+        output, error = run_probe(probe["argv"])
+        if error is None and len(output) > AMD_OUTPUT_MAX_BYTES:
+            # The same words every window: the soak's findings count them as one.
+            error = f"{probe['argv'][0]} printed more than {AMD_OUTPUT_MAX_BYTES} bytes: not kept"
+        _note(errors, probe["name"], error)
+        if error is None:
+            files[probe["file"]] = output
+        else:
+            files.pop(probe["file"], None)
+
+
 def watch(config, data_dir, files, errors):
-    """Add the window's health files: the GPU probe's output (smi.txt, the latest) and the
-    kernel log's new lines (kernel-log.txt, appended); per probe that could not be read this
-    time, why in `errors` ({"smi": ..., "kernel_log": ...})."""
+    """Add the window's health files: the GPU probe's output (smi.txt, the latest), on an AMD
+    host amd-smi's views (amd-metric.txt, amd-process.txt, the latest) and the kernel log's new
+    lines (kernel-log.txt, appended); per probe that could not be read this time, why in
+    `errors` ({"smi": ..., "amd_metric": ..., "kernel_log": ...}). An NVIDIA host never runs
+    amd-smi: it would fail every window, a note about nothing."""
     if config.get("smi_argvs"):
         files["smi.txt"], error = gpu_probe(config["smi_argvs"])
         _note(errors, "smi", error)
+    if config.get("amd_probes") and amd_host(config):
+        amd_health(config["amd_probes"], files, errors)
     if config.get("kernel_log_argv"):
         output, error = run_probe(config["kernel_log_argv"])
         _note(errors, "kernel_log", error)

@@ -1,7 +1,8 @@
 """The host watched for fitness DURING a compressed G4 soak (real sshd, simhost, the real agent;
 the task code run here tick after tick): a GPU fault that appears after a few windows ends the
 run infra_error naming window, GPU and code, never a fail; throttled clocks are notes and the
-soak finishes. The host's faults are made by rewriting simhost's host config mid-soak."""
+soak finishes. On an AMD host (rocm-smi's inventory, amd-smi's health) an ECC rise ends it the
+same way. The host's faults are made by rewriting simhost's host config mid-soak."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.urls import reverse
 
 from gates.evidence import bundle_for_decision
 from gates.evidence.verify import verify_bundle
-from gates.models import Decision, Gate, Run, Soak, SoakSample
+from gates.models import Artifact, Decision, Gate, Run, Soak, SoakSample
 from tests.runners.test_gate_programs import host_processes_gone
 from tests.runners.test_soak import (
     LOOSE_DRIFT,
@@ -83,6 +84,45 @@ def test_a_gpu_fault_mid_soak_ends_it_infra_error_naming_window_gpu_and_code(
     soak = Soak.objects.get(run=run)
     assert soak.state == "ended" and soak.health["fault"] in run.reason
     # The agent and its server were stopped, and what it left on the host removed.
+    assert wait_for(lambda: host_processes_gone(run), timeout=15)
+    # An NVIDIA host's agent never ran amd-smi: no files of it, no notes about it.
+    assert not Artifact.objects.filter(run=run, name__contains="amd-").exists()
+    notes = [note for s in SoakSample.objects.filter(run=run) for note in s.metrics["notes"]]
+    assert not [note for note in notes if "amd-smi" in note], notes
+
+
+def test_an_ecc_rise_on_an_amd_host_mid_soak_ends_it_infra_error_naming_window_and_gpu(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+):
+    """rocm-smi's inventory carries no ECC count: the agent reads it from amd-smi metric."""
+    host = soak_host(customer_org, own_sshd, tmp_path, preset="mi300x8-rocm")
+    run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=60, **LOOSE_DRIFT))
+    hook = after_windows(
+        FAULT_AFTER_WINDOWS, lambda: set_gpu_health(host, {"ecc_uncorrectable": 2})
+    )
+    run = tick_until_ended(run, timeout=60, during=hook)
+    assert hook.done, "the soak ended before the fault was injected"
+    assert (run.state, run.outcome) == ("finished", "infra_error"), run.reason
+    found = re.search(
+        r"unfit to measure in window (\d+): GPU 0: uncorrectable ECC errors rose ", run.reason
+    )
+    assert found and "from 0 (window 0) to 2" in run.reason, run.reason
+    window = int(found[1])
+    assert window >= hook.done[0] and window in assert_every_seq_once(run)
+    # The windows before it were read in full through amd-smi, GPUs named by rocm-smi's addresses.
+    for sample in SoakSample.objects.filter(run=run, seq__lt=hook.done[0]):
+        health = sample.metrics["health"]
+        assert [gpu["pci_bus_id"] for gpu in health["gpus"]][:2] == ["0000:18:00.0", "0000:28:00.0"]
+        assert {gpu["ecc_uncorrectable"] for gpu in health["gpus"]} == {0}
+        assert health["notes"] == [], health["notes"]
+    kept = set(Artifact.objects.filter(run=run).values_list("name", "tool"))
+    folder = f"soak/w{window:06d}/"
+    assert {
+        (folder + "amd-metric.txt", "amd-smi-metric"),
+        (folder + "amd-process.txt", "amd-smi-process"),
+    } <= kept
+    assert not Decision.objects.filter(gate=run.gate).exists()
+    assert Soak.objects.get(run=run).health["fault"] in run.reason
     assert wait_for(lambda: host_processes_gone(run), timeout=15)
 
 

@@ -1,6 +1,7 @@
 """The pure soak recomputation on windows made by the collector's own functions: windows that
 left no bench result (a crash, a failed bench), a raw file refused in transit, windows from before
-lines were kept, and the number an edited line changes. No database, no host."""
+lines were kept, the number an edited line changes, and the host's health folded again from
+nvidia-smi's or amd-smi's files. No database, no host."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from gates.evidence.soak_recompute import recompute_soak
 from runners import soak as collector
 from runners import soakhealth
 from tests.runners.test_soak_health import smi
+from tests.runners.test_soak_health_amd import amd_files
 
 WHERE = "runs/attempt-1/soak-windows.json"
 STARTED = 1_800_000_000.0
@@ -141,3 +143,27 @@ def render_xid(*, gpu: int, code: int) -> bytes:
     stamp = datetime.fromtimestamp(STARTED + 2, tz=UTC).isoformat(timespec="microseconds")
     line = f"NVRM: Xid (PCI:0000:{0x18 + 0x10 * gpu:02x}:00): {code}, pid=1, GPU has fallen off"
     return f"{stamp.replace('.', ',')} {line}\n".encode()
+
+
+def test_an_amd_soak_refolds_from_amd_smi_files_as_the_collector_folded_it():
+    """On an AMD host the health comes from amd-smi's metric and process views: the verifier
+    reads the same files the same way, and an ECC rise in them is a run that should have
+    ended infra_error."""
+    hot = amd_files(throttle_reasons=["prochot"])
+    raw = {0: amd_files(), 1: hot, 2: hot, 5: amd_files()}
+    stored, files, decision = collected(soak_lines(), {}, raw)
+    health = decision["result"]["soak"]["health"]
+    assert health["findings"][0]["note"] == "GPU 0: clocks held down (prochot)"
+    assert health["ecc_baseline"]["0000:18:00.0"] == {"count": 0, "seq": 0}
+    assert stored[1]["metrics"]["health"]["gpus"][0]["slowdown_reasons"] == ["prochot"]
+    assert recompute_soak(spec(), decision, stored, files, WHERE) == []
+    # amd-smi's metric for window 5, as a host with an ECC rise would have printed it.
+    name = collector.window_folder(5) + "amd-metric.txt"
+    files[name] = amd_files(ecc_uncorrectable=4)["amd-metric.txt"]
+    problems = recompute_soak(spec(), decision, stored, files, WHERE)
+    unfit = [p for p in problems if "should have ended infra_error" in p]
+    assert len(unfit) == 1 and unfit[0].startswith(
+        f"{WHERE}[3] (window 5): the host became unfit to measure in window 5: "
+        "GPU 0: uncorrectable ECC errors rose from 0 (window 0) to 4"
+    ), problems
+    assert any(p.startswith(f"{WHERE}[3] (window 5).metrics.health.gpus") for p in problems)
