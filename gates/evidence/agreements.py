@@ -1,6 +1,7 @@
 """What the parties agreed, checked in a bundle: each party's signature over the spec's digest,
-and the inventory amendments in force at the decision (each digest against its canonical
-content, both parties' signatures over it, and every SSHSIG against the key the row lists).
+the inventory amendments in force at the decision (each digest against its canonical content,
+both parties' signatures over it, and every SSHSIG against the key the row lists), and that a
+run the host check ended invalid was compared with the inventory the bundle says it was held to.
 
 Pure: members in, problems and notes out; no Django, no network (the offline verifier).
 """
@@ -14,6 +15,7 @@ from gates import sshsig
 from gates.evidence import layout
 from gates.evidence.layout import load_json_member
 from gates.specs import inventory_digest
+from runners.contract import INVENTORY_CHECK
 
 PARTIES = ("vendor", "customer")
 
@@ -136,6 +138,46 @@ def _before(signed_at: object, as_of: object) -> bool:
         return datetime.fromisoformat(str(signed_at)) <= datetime.fromisoformat(str(as_of))
     except (TypeError, ValueError):
         return False  # a time that is not ISO 8601 proves nothing about the order
+
+
+def check_contract_decision(members: dict[str, bytes], decision: dict, report: Report) -> None:
+    """A run the host check ended `invalid` before any server started. The check's probe outputs
+    are not kept, so the observed values are as recorded; what is checked is that each clause's
+    accepted value is the inventory the run was held to (the amendment in force, else G1's)."""
+    if layout.INVENTORY_AMENDMENTS not in members:
+        report.notes.append(
+            "a host-check decision sealed before bundles carried inventory amendments: its "
+            "accepted values are as recorded"
+        )
+        return
+    held = held_inventory(members)
+    for position, clause in enumerate(decision.get("clauses") or []):
+        where = f"{layout.DECISION} clauses[{position}] ({clause.get('check')})"
+        field = str(clause.get("check", "")).removeprefix(INVENTORY_CHECK)
+        expected = (held or {}).get(field)
+        if clause.get("expected") != expected:
+            # Honest only if the run compared with what was in force when it was decided;
+            # an amendment signed in the seconds between its host check and its verdict shows
+            # here too, as it should: the bundle's basis and the check disagree.
+            report.problems.append(
+                f"{where}: accepted {clause.get('expected')!r}, but the inventory in force at "
+                f"the decision has {expected!r}"
+            )
+    if decision.get("verdict") != "invalid":
+        report.problems.append(f"{layout.DECISION}: a host-check decision must be invalid")
+    report.notes.append(
+        "a host-check decision: each changed field compared with the inventory the run was held "
+        "to; observed values as recorded (the check's probe outputs are not kept)"
+    )
+
+
+def held_inventory(members: dict[str, bytes]) -> dict | None:
+    """The inventory in force at the decision: the newest signed amendment's, else G1's."""
+    record = load_json_member(members, layout.INVENTORY_AMENDMENTS)
+    for amendment in record.get("amendments") or []:
+        if amendment.get("digest") == record.get("in_force"):
+            return amendment.get("inventory")
+    return load_json_member(members, layout.INVENTORY)
 
 
 def _blob(line: object) -> bytes | None:

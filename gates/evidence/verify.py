@@ -18,7 +18,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from gates import sshsig
 from gates.decisions.gathering import GATHER
 from gates.evidence import layout
-from gates.evidence.agreements import check_inventory_amendments, check_spec_signatures
+from gates.evidence.agreements import (
+    check_contract_decision,
+    check_inventory_amendments,
+    check_spec_signatures,
+)
 from gates.evidence.layout import BundleFormatError, load_json_member
 from gates.evidence.recompute import RunRecords, recompute_decision
 from gates.evidence.soak_recompute import recompute_soak
@@ -33,6 +37,7 @@ from gates.evidence.statement import (
     verify_envelope,
 )
 from gates.specs import spec_digest
+from runners.contract import CONTRACT_CHECK_ENGINE
 
 
 @dataclass
@@ -168,6 +173,9 @@ def _check_decision(members: dict[str, bytes], predicate: dict, report: Verifica
         )
     if decision.get("kind") != "engine":
         report.notes.append(f"a {decision.get('kind')} decision, made by a person: not recomputed")
+        return
+    if (decision.get("result") or {}).get("engine") == CONTRACT_CHECK_ENGINE:
+        check_contract_decision(members, decision, report)
         return
     spec = load_json_member(members, layout.SPEC)
     if isinstance(spec, dict) and spec.get("gate") == "G4":

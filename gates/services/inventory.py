@@ -29,10 +29,14 @@ from gates.services.contract import OTHER_PARTY, SupersededSpecError
 from gates.services.evaluation import run_g1_facts
 from gates.services.signing_keys import ssh_signature_check
 from gates.tenancy import Viewer
-from runners.contract import difference_text, inventory_differences, inventory_of
+from runners.contract import (
+    INVENTORY_CHECK,
+    difference_text,
+    inventory_differences,
+    inventory_of,
+)
 
 MIN_REASON_CHARS = 20
-INVENTORY_CHECK = "inventory."
 
 
 def accepted_inventory(engagement: Engagement) -> dict | None:
