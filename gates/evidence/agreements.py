@@ -72,10 +72,10 @@ def check_inventory_amendments(
     if not isinstance(amendments, list):
         report.problems.append(f"member {name}: amendments must be a list")
         return
-    if record.get("as_of") != decided_at:
+    if not _before(record.get("as_of"), decided_at):
         report.problems.append(
-            f"member {name}: as_of {record.get('as_of')!r} is not the decision's time "
-            f"{decided_at!r}"
+            f"member {name}: as_of {record.get('as_of')!r} is not before the decision "
+            f"({decided_at!r})"
         )
     for position, amendment in enumerate(amendments, start=1):
         _check_amendment(amendment, position, record, report)
@@ -112,7 +112,8 @@ def _check_party(
             continue
         if not _before(row.get("signed_at"), record.get("as_of")):
             report.problems.append(
-                f"{signer} was given at {row.get('signed_at')}, after the decision"
+                f"{signer} was given at {row.get('signed_at')}, after the run was held to it "
+                f"({record.get('as_of')})"
             )
         check_ssh_signature(signer, row, digest, report)
 
@@ -127,10 +128,12 @@ def _check_in_force(record: dict, amendments: list, report: Report) -> None:
         )
     elif newest is None:
         report.notes.append(
-            f"inventory: no amendment in force at the decision; runs held to {layout.INVENTORY}"
+            f"inventory: no amendment in force when the run started; held to {layout.INVENTORY}"
         )
     else:
-        report.notes.append(f"inventory: runs held to amendment {newest[:12]}, in force then")
+        report.notes.append(
+            f"inventory: the run was held to amendment {newest[:12]}, in force when it started"
+        )
 
 
 def _before(signed_at: object, as_of: object) -> bool:
@@ -143,7 +146,8 @@ def _before(signed_at: object, as_of: object) -> bool:
 def check_contract_decision(members: dict[str, bytes], decision: dict, report: Report) -> None:
     """A run the host check ended `invalid` before any server started. The check's probe outputs
     are not kept, so the observed values are as recorded; what is checked is that each clause's
-    accepted value is the inventory the run was held to (the amendment in force, else G1's)."""
+    accepted value is the inventory the run was held to (the amendment then in force, else
+    G1's)."""
     if layout.INVENTORY_AMENDMENTS not in members:
         report.notes.append(
             "a host-check decision sealed before bundles carried inventory amendments: its "
@@ -156,12 +160,9 @@ def check_contract_decision(members: dict[str, bytes], decision: dict, report: R
         field = str(clause.get("check", "")).removeprefix(INVENTORY_CHECK)
         expected = (held or {}).get(field)
         if clause.get("expected") != expected:
-            # Honest only if the run compared with what was in force when it was decided;
-            # an amendment signed in the seconds between its host check and its verdict shows
-            # here too, as it should: the bundle's basis and the check disagree.
             report.problems.append(
-                f"{where}: accepted {clause.get('expected')!r}, but the inventory in force at "
-                f"the decision has {expected!r}"
+                f"{where}: accepted {clause.get('expected')!r}, but the inventory the run was "
+                f"held to has {expected!r}"
             )
     if decision.get("verdict") != "invalid":
         report.problems.append(f"{layout.DECISION}: a host-check decision must be invalid")
@@ -172,7 +173,7 @@ def check_contract_decision(members: dict[str, bytes], decision: dict, report: R
 
 
 def held_inventory(members: dict[str, bytes]) -> dict | None:
-    """The inventory in force at the decision: the newest signed amendment's, else G1's."""
+    """The inventory the run was held to: the amendment in force then, else G1's."""
     record = load_json_member(members, layout.INVENTORY_AMENDMENTS)
     for amendment in record.get("amendments") or []:
         if amendment.get("digest") == record.get("in_force"):

@@ -1,8 +1,9 @@
-"""The host inventory a decision's runs were held to, as two bundle members: the inventory G1
-accepted and every amendment both parties had signed when the decision was made, with those
-signatures. Read as of the decision, not the sealing: a seal made later must not show an
-amendment signed after the verdict as its basis. Django side; the verifier's checks of the
-same records are gates/evidence/agreements.py.
+"""The host inventory a decision's run was held to, as two bundle members: the inventory G1
+accepted and every amendment both parties had signed by then, with those signatures. Read as
+of the run's start (a run keeps the inventory it started with; never later than the decision),
+not the sealing: a seal made later must not show an amendment signed after the verdict, or
+while the run was under way, as its basis. Django side; the verifier's checks of the same
+records are gates/evidence/agreements.py.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ def g1_record(decision: Decision) -> dict | None:
     if decision.gate.kind == "G1":
         run = decision.runs.first()
         return inventory_of(run_g1_facts(run)) if run else None
-    return g1_inventory(decision.gate.engagement, as_of=decision.created_at)
+    return g1_inventory(decision.gate.engagement, as_of=held_as_of(decision))
 
 
 def amendments_record(decision: Decision) -> dict:
-    """`inventory/amendments.json`: the amendments in force by the decision's time, oldest
-    first; `in_force` names the newest, the inventory the runs were held to (None: g1.json).
+    """`inventory/amendments.json`: the amendments both parties had signed by `as_of`, oldest
+    first; `in_force` names the newest, the inventory the run was held to (None: g1.json).
     A G1 run is held to no inventory (it measures one), so a G1 decision lists none."""
-    as_of = decision.created_at
+    as_of = held_as_of(decision)
     engagement = decision.gate.engagement
     signed = [] if decision.gate.kind == "G1" else inventory_amendments_signed_by(engagement, as_of)
     return {
@@ -36,6 +37,13 @@ def amendments_record(decision: Decision) -> dict:
         "amendments": [_amendment(amendment, as_of) for amendment in signed],
         "in_force": signed[-1].digest if signed else None,
     }
+
+
+def held_as_of(decision: Decision) -> datetime:
+    """When the decision's run compared the host with the inventory in force: its start (the
+    plan that carries the inventory is made when the run is claimed), else the decision's time."""
+    starts = [s for s in decision.runs.values_list("started_at", flat=True) if s is not None]
+    return min([*starts, decision.created_at])
 
 
 def signature_record(row: SpecSignature | InventorySignature) -> dict:

@@ -1,7 +1,8 @@
 """Bundles of a G3 decided while an amended host inventory was in force: the amendment with both
 parties' signatures (the customer's with their own registered key) is a signed member, the
-verifier names each kind of tampering with it, an amendment signed after the decision is not
-its basis, and a bundle sealed before amendments were carried still verifies."""
+verifier names each kind of tampering with it, an amendment signed after the decision (or while
+the run was under way) is not its basis, and a bundle sealed before amendments were carried
+still verifies."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from gates import services
 from gates.evidence import bundle_for_decision, layout, store
@@ -26,7 +28,7 @@ from tests.gates.evidence.helpers import (
 from tests.gates.evidence.test_bundles import problems_of, server_key
 from tests.gates.evidence.test_verifier_cli import isolated
 from tests.gates.test_sshsig import keygen, needs_ssh_keygen, ssh_sign
-from tests.gates.test_uploads import g3_upload_gate, pass_gate
+from tests.gates.test_uploads import g3_upload_gate, pass_gate, upload_cell, upload_run
 
 pytestmark = [pytest.mark.django_db, needs_ssh_keygen]
 AMENDMENTS = layout.INVENTORY_AMENDMENTS
@@ -126,9 +128,8 @@ def test_a_g3_decided_after_a_signed_amendment_carries_it_and_verifies(amended, 
         f"{named}: the customer's signature: SSH signature by "
         f"{parties.registered.fingerprint} verifies" in report.notes
     )
-    assert f"inventory: runs held to amendment {amendment.digest[:12]}, in force then" in (
-        report.notes
-    )
+    held = f"inventory: the run was held to amendment {amendment.digest[:12]}, in force when it"
+    assert any(note.startswith(held) for note in report.notes), report.notes
 
 
 def amendment_edit(edit):
@@ -176,7 +177,8 @@ def other_key_listed(record: dict, amendment: dict) -> None:
         ),
         (
             lambda record, a: party(a, "customer").update(signed_at="2999-01-01T00:00:00+00:00"),
-            "{who}: the customer's signature was given at 2999-01-01T00:00:00+00:00, after the",
+            "{who}: the customer's signature was given at 2999-01-01T00:00:00+00:00, after the "
+            "run was held to it",
         ),
         (other_key_listed, "{who}: the customer's signature: SSH signature made with key"),
         (
@@ -230,7 +232,24 @@ def test_an_amendment_signed_after_the_decision_is_not_its_basis(
     record = json.loads(layout.read_zip(data)[AMENDMENTS])
     assert [a["digest"] for a in record["amendments"]] == [first.digest]
     assert record["in_force"] == first.digest
-    assert record["as_of"] == decision.created_at.isoformat()
+    assert record["as_of"] == decision.runs.get().started_at.isoformat()
+    assert verify_bundle(data, public_key=server_key()).ok
+
+
+def test_an_amendment_signed_while_the_run_was_under_way_is_not_its_basis(
+    api, actor, vendor_viewer, engagement, host, parties, g1_passed
+):
+    gate = g3_upload_gate(actor, vendor_viewer, engagement, host, passed=())
+    run = upload_run(api, gate)  # a run keeps the inventory it started with
+    parties.sign_both(parties.propose(engagement, g1_passed, driver_version="550.90.07"))
+    for repetition in (1, 2, 3, 4):
+        for arm in ("baseline", "offload"):
+            assert upload_cell(api, run["id"], arm, repetition).status_code == 201
+    assert api.post(reverse("api:run-decide", args=[run["id"]])).status_code == 200
+
+    data, _ = bundle_for_decision(gate.decisions.get())
+    record = json.loads(layout.read_zip(data)[AMENDMENTS])
+    assert (record["amendments"], record["in_force"]) == ([], None)
     assert verify_bundle(data, public_key=server_key()).ok
 
 
@@ -242,7 +261,7 @@ def test_a_bundle_without_amendments_says_the_runs_were_held_to_g1(
     assert (record["amendments"], record["in_force"]) == ([], None)
     report = verify_bundle(data, public_key=server_key())
     assert report.ok, report.problems
-    expected = f"no amendment in force at the decision; runs held to {layout.INVENTORY}"
+    expected = f"no amendment in force when the run started; held to {layout.INVENTORY}"
     assert any(expected in note for note in report.notes)
 
 
@@ -306,5 +325,5 @@ def test_a_host_check_decision_is_checked_against_the_amendment_in_force(
 
     assert (
         "decision/decision.json clauses[0] (inventory.driver_version): accepted "
-        f"'{G1_DRIVER}', but the inventory in force at the decision has '550.90.07'"
+        f"'{G1_DRIVER}', but the inventory the run was held to has '550.90.07'"
     ) in problems_of(resealed(data, compared_with_g1))
