@@ -88,6 +88,12 @@ def spec_digest(document: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def inventory_digest(engagement_id: int, inventory: dict) -> str:
+    """What both parties sign to amend an engagement's accepted host inventory: the engagement
+    is inside the digest, so a signature given for one engagement holds for no other."""
+    return spec_digest({"engagement": engagement_id, "inventory": inventory})
+
+
 def with_version(document: dict, version: int) -> dict:
     updated = copy.deepcopy(document)
     updated["version"] = version

@@ -19,6 +19,9 @@ HOST_MEMORY_TOLERANCE = 0.01
 # gpu_memory_held_max_mib overrides it): the driver's context and a monitoring agent stay
 # well under it; a model someone left loaded, in a container nvidia-smi cannot see into, does not.
 GPU_MEMORY_HELD_MAX_MIB = 1024.0
+# How a run the host check ended is recorded: the decision's engine, each clause's check prefix.
+CONTRACT_CHECK_ENGINE = "tollgate contract check"
+INVENTORY_CHECK = "inventory."
 
 
 def inventory_of(facts: dict) -> dict[str, Any]:

@@ -29,6 +29,7 @@ PURE = (
     "gates/sshsig.py",
     "gates/alerts/events.py",
     "gates/pages/report_tables.py",
+    "gates/evidence/agreements.py",
     "gates/evidence/layout.py",
     "gates/evidence/statement.py",
     "gates/evidence/recompute.py",

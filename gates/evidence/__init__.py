@@ -1,8 +1,9 @@
 """Signed, offline-verifiable evidence of a decision: a deterministic zip of every record the
 decision rests on, an in-toto statement over it in a DSSE envelope, and the verifier.
 
-Pure modules (no Django, for the offline verifier): layout, statement, recompute, verify.
-The Django side (store: keys, seals, co-signatures, the bundle from the database) is imported
+Pure modules (no Django, for the offline verifier): layout, statement, recompute, agreements,
+verify. The Django side (store: keys, seals, co-signatures, the bundle from the database;
+inventory: the inventory members as of the decision) is imported
 only when one of the two functions below is called, so `import gates.evidence.verify` works on
 a machine without Django settings.
 """

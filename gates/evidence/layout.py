@@ -22,6 +22,8 @@ UNSIGNED = (ENVELOPE, COSIGNATURES, SERVER_KEY, TO_COSIGN)
 SPEC = "spec/spec.json"
 SPEC_SIGNATURES = "spec/signatures.json"
 INVENTORY = "inventory/g1.json"
+# The amendments both parties had signed when the decision was made (absent from older seals).
+INVENTORY_AMENDMENTS = "inventory/amendments.json"
 DECISION = "decision/decision.json"
 OPERATING_CHARACTERISTIC = "decision/operating_characteristic.json"
 CONTEXT = "decision/context.json"

@@ -9,12 +9,12 @@ from django.db import IntegrityError, transaction
 from gates import sshsig
 from gates.errors import NotAllowedError, ServiceError
 from gates.evidence import keys, layout, statement
+from gates.evidence.inventory import amendments_record, g1_record, signature_record
 from gates.evidence.layout import canonical_json
 from gates.evidence.versions import software_versions
 from gates.models import Decision, EvidenceSeal, EvidenceSignature, PartyKey, Run
 from gates.services.audit import Actor, audit_record
 from gates.services.evaluation import run_g1_facts
-from gates.services.execution import accepted_inventory
 from gates.tenancy import Viewer
 from runners.contract import inventory_of
 
@@ -81,8 +81,18 @@ def decision_seal(decision: Decision) -> EvidenceSeal:
     if found is not None:
         return found
     versions = {**software_versions(), "host_tools": _host_tools(decision)}
-    # Seals made since the soak's windows are carried say so; older ones keep their members.
-    snapshot = {"versions": versions, "inventory": _inventory(decision), "soak_windows": True}
+    # Each member added since the first seals is marked here: older seals keep their members.
+    snapshot = {
+        "versions": versions,
+        "inventory": g1_record(decision),
+        "inventory_amendments": amendments_record(decision),
+        "soak_windows": True,
+    }
+    return seal_create(decision, snapshot)
+
+
+def seal_create(decision: Decision, snapshot: dict) -> EvidenceSeal:
+    """Sign the statement over the members `snapshot` gives; the first of two racing wins."""
     members = decision_members(decision, snapshot)
     subjects = {name: layout.sha256_hex(data) for name, data in members.items()}
     payload = statement.payload_bytes(statement.statement(subjects, _predicate(decision)))
@@ -108,6 +118,8 @@ def decision_members(decision: Decision, snapshot: dict) -> dict[str, bytes]:
         layout.CONTEXT: canonical_json((result.get("inputs") or {}).get("context") or {}),
         layout.VERSIONS: canonical_json(snapshot.get("versions")),
     }
+    if "inventory_amendments" in snapshot:
+        members[layout.INVENTORY_AMENDMENTS] = canonical_json(snapshot["inventory_amendments"])
     if "operating_characteristic" in result:
         members[layout.OPERATING_CHARACTERISTIC] = canonical_json(
             result["operating_characteristic"]
@@ -245,24 +257,8 @@ def _spec_signatures(decision: Decision) -> list[dict]:
     # Only signatures given before the decision: a later one would change a sealed member.
     rows = decision.spec.signatures.filter(signed_at__lte=decision.created_at)
     return [
-        {
-            "party": row.party,
-            "digest": row.digest,
-            "signed_by": row.signed_by.get_username() if row.signed_by else None,
-            "signed_at": row.signed_at.isoformat(),
-            "key_fingerprint": row.key.fingerprint if row.key else None,
-            "ssh_signature": row.ssh_signature,
-        }
-        for row in rows.select_related("signed_by", "key").order_by("party")
+        signature_record(row) for row in rows.select_related("signed_by", "key").order_by("party")
     ]
-
-
-def _inventory(decision: Decision) -> dict | None:
-    """The accepted G1 inventory at sealing time (a G1 decision: its own run's)."""
-    if decision.gate.kind == "G1":
-        run = decision.runs.first()
-        return inventory_of(run_g1_facts(run)) if run else None
-    return accepted_inventory(decision.gate.engagement)
 
 
 TOOL_KEYS = ("driver_version", "cuda_version", "rocm_version", "vllm_version")

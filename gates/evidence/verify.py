@@ -1,6 +1,7 @@
 """The offline verifier: every member's hash against the signed statement, the server's DSSE
-signature, every party's co-signature and spec signature, then the decision recomputed from the
-raw files. Used by `manage.py verify_evidence` and bin/tollgate-verify.
+signature, every party's co-signature, spec signature and inventory amendment signature, then
+the decision recomputed from the raw files. Used by `manage.py verify_evidence` and
+bin/tollgate-verify.
 
 Pure: bytes and keys in, a list of problems out; no database, no network, no Django.
 """
@@ -17,6 +18,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from gates import sshsig
 from gates.decisions.gathering import GATHER
 from gates.evidence import layout
+from gates.evidence.agreements import (
+    check_contract_decision,
+    check_inventory_amendments,
+    check_spec_signatures,
+)
 from gates.evidence.layout import BundleFormatError, load_json_member
 from gates.evidence.recompute import RunRecords, recompute_decision
 from gates.evidence.soak_recompute import recompute_soak
@@ -31,6 +37,7 @@ from gates.evidence.statement import (
     verify_envelope,
 )
 from gates.specs import spec_digest
+from runners.contract import CONTRACT_CHECK_ENGINE
 
 
 @dataclass
@@ -63,6 +70,8 @@ def verify_bundle(
         if predicate.get("decision") is None:
             report.notes.append("a run's records before any decision: nothing to recompute")
         else:
+            decided_at = predicate["decision"].get("decided_at")
+            check_inventory_amendments(members, decided_at, report)
             _check_decision(members, predicate, report)
     except (BundleFormatError, EnvelopeError, ValueError) as error:
         report.problems.append(str(error))
@@ -151,16 +160,7 @@ def _check_spec(members: dict[str, bytes], predicate: dict, report: Verification
         if layout.SPEC_SIGNATURES in members or predicate.get("decision") is not None
         else []
     )
-    for row in rows if isinstance(rows, list) else []:
-        who = f"spec signature of the {row.get('party')}"
-        if row.get("digest") != digest:
-            report.problems.append(f"{who}: signed digest {row.get('digest')}, not the spec's")
-        elif row.get("ssh_signature"):
-            try:
-                blob = sshsig.verify(row["ssh_signature"], digest.encode())
-                report.notes.append(f"{who}: SSH signature by {sshsig.fingerprint(blob)} verifies")
-            except sshsig.SshSigError as error:
-                report.problems.append(f"{who}: {error}")
+    check_spec_signatures(rows, digest, report)
 
 
 def _check_decision(members: dict[str, bytes], predicate: dict, report: Verification) -> None:
@@ -173,6 +173,9 @@ def _check_decision(members: dict[str, bytes], predicate: dict, report: Verifica
         )
     if decision.get("kind") != "engine":
         report.notes.append(f"a {decision.get('kind')} decision, made by a person: not recomputed")
+        return
+    if (decision.get("result") or {}).get("engine") == CONTRACT_CHECK_ENGINE:
+        check_contract_decision(members, decision, report)
         return
     spec = load_json_member(members, layout.SPEC)
     if isinstance(spec, dict) and spec.get("gate") == "G4":

@@ -22,6 +22,7 @@ from gates.services.runs import decision_record
 from gates.services.signing_keys import ssh_signature_check
 from gates.specdiff import changes_text, spec_changes
 from gates.tenancy import Viewer
+from runners.contract import CONTRACT_CHECK_ENGINE, INVENTORY_CHECK
 
 MIN_RESET_REASON_CHARS = 20
 OTHER_PARTY = {Party.VENDOR: Party.CUSTOMER, Party.CUSTOMER: Party.VENDOR}
@@ -244,7 +245,7 @@ def run_invalid(*, run_id: int, reason: str, differences: list[dict]):
     """The host changed since G1 accepted it: the run ends `invalid`, each difference named."""
     clauses = [
         {
-            "check": f"inventory.{d['field']}",
+            "check": f"{INVENTORY_CHECK}{d['field']}",
             "expected": d["accepted"],
             "observed": d["observed"],
             "verdict": Verdict.INVALID,
@@ -256,6 +257,6 @@ def run_invalid(*, run_id: int, reason: str, differences: list[dict]):
         "verdict": Verdict.INVALID,
         "clauses": clauses,
         "reasons": [reason],
-        "engine": "tollgate contract check",
+        "engine": CONTRACT_CHECK_ENGINE,
     }
     return decision_record(run_id=run_id, result=result)

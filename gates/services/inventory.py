@@ -7,6 +7,8 @@ Signed the way spec versions are: append-only rows bound to the digest, an optio
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import transaction
 
 from gates import specs
@@ -27,10 +29,14 @@ from gates.services.contract import OTHER_PARTY, SupersededSpecError
 from gates.services.evaluation import run_g1_facts
 from gates.services.signing_keys import ssh_signature_check
 from gates.tenancy import Viewer
-from runners.contract import difference_text, inventory_differences, inventory_of
+from runners.contract import (
+    INVENTORY_CHECK,
+    difference_text,
+    inventory_differences,
+    inventory_of,
+)
 
 MIN_REASON_CHARS = 20
-INVENTORY_CHECK = "inventory."
 
 
 def accepted_inventory(engagement: Engagement) -> dict | None:
@@ -43,9 +49,13 @@ def accepted_inventory(engagement: Engagement) -> dict | None:
     return g1_inventory(engagement)
 
 
-def g1_inventory(engagement: Engagement) -> dict | None:
+def g1_inventory(engagement: Engagement, *, as_of: datetime | None = None) -> dict | None:
+    """The inventory G1's counted pass measured (the latest one decided by `as_of`, if given)."""
     g1 = engagement.gates.get(kind="G1")
-    passed: Decision | None = gate_counted_decisions(g1).filter(verdict=Verdict.PASS).first()
+    counted = gate_counted_decisions(g1).filter(verdict=Verdict.PASS)
+    if as_of is not None:
+        counted = counted.filter(created_at__lte=as_of)
+    passed: Decision | None = counted.first()
     run = passed.runs.first() if passed else None
     if run is None:
         return None
@@ -58,6 +68,24 @@ def inventory_amendment_in_force(engagement: Engagement) -> InventoryAmendment |
     return next((a for a in amendments.order_by("-created_at", "-id") if a.in_force), None)
 
 
+def inventory_amendments_signed_by(
+    engagement: Engagement, moment: datetime
+) -> list[InventoryAmendment]:
+    """Every amendment both parties had signed by `moment`, oldest first: the last is the one
+    that was in force then (what inventory_amendment_in_force answers for now)."""
+    amendments = engagement.inventory_amendments.prefetch_related("signatures")
+    return [a for a in amendments.order_by("created_at", "id") if _signed_by(a, moment)]
+
+
+def _signed_by(amendment: InventoryAmendment, moment: datetime) -> bool:
+    parties = {
+        s.party
+        for s in amendment.signatures.all()
+        if s.digest == amendment.digest and s.signed_at <= moment
+    }
+    return parties == {Party.VENDOR, Party.CUSTOMER}
+
+
 def inventory_amendment_pending(engagement: Engagement) -> InventoryAmendment | None:
     """The newest amendment when it still lacks a signature (an older unsigned one is moot)."""
     latest = engagement.inventory_amendments.prefetch_related("signatures").first()
@@ -65,7 +93,7 @@ def inventory_amendment_pending(engagement: Engagement) -> InventoryAmendment | 
 
 
 def amendment_digest(engagement: Engagement, inventory: dict) -> str:
-    return specs.spec_digest({"engagement": engagement.pk, "inventory": inventory})
+    return specs.inventory_digest(engagement.pk, inventory)
 
 
 def inventory_amendment_propose(

@@ -1,13 +1,20 @@
 """Bundles of gates decided end to end against simhost (real sshd, real simhost, the real task
-code): G1, G2 and G3 each recompute from their raw files to the recorded verdict and numbers."""
+code): G1, G2 and G3 each recompute from their raw files to the recorded verdict and numbers,
+and a G3 run on a host whose changed driver both parties accepted carries that amendment."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from gates import services
 from gates.evidence import bundle_for_decision, layout, statement
 from gates.evidence.verify import verify_bundle
 from gates.models import EvidenceKey, Host
+from tests.gates.test_inventory_amendment import as_user, propose, updated_driver  # noqa: F401
+from tests.gates.test_sshsig import keygen, needs_ssh_keygen, ssh_sign
 from tests.runners.conftest import own_sshd  # noqa: F401 (fixture)
 from tests.runners.test_gate_programs import drive, start, tasks_run_here  # noqa: F401
 from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
@@ -47,3 +54,49 @@ def test_g1_g2_and_g3_decided_on_simhost_recompute_from_their_raw_files(
     tools = layout.load_json_member(members, layout.VERSIONS)["host_tools"]["attempt-1"]
     assert tools["vllm_version"], tools
     assert layout.OPERATING_CHARACTERISTIC in members
+
+
+@needs_ssh_keygen
+def test_a_g3_run_held_to_a_signed_amendment_carries_it_and_verifies(
+    vendor_engineer,
+    vendor_admin,
+    customer_owner,
+    updated_driver,  # noqa: F811 (fixture)
+    tmp_path,
+):
+    invalid_run, run_g3 = updated_driver
+    amendment, _ = propose(vendor_engineer, invalid_run)
+    key = keygen(tmp_path)
+    public_key = Path(f"{key}.pub").read_text()
+    registered = services.party_key_register(public_key=public_key, **as_user(customer_owner))
+    for user, signature in (
+        (vendor_admin, ""),
+        (customer_owner, ssh_sign(key, amendment.digest, tmp_path)),
+    ):
+        services.inventory_amendment_sign(
+            amendment=amendment, digest=amendment.digest, ssh_signature=signature, **as_user(user)
+        )
+    accepted = run_g3()
+    assert accepted.decisions.get().verdict != "invalid", accepted.log[-2000:]
+
+    members, notes = verified(accepted.decisions.get())
+    record = json.loads(members[layout.INVENTORY_AMENDMENTS])
+    assert record["in_force"] == amendment.digest
+    [carried] = record["amendments"]
+    assert carried["inventory"]["driver_version"] == "550.90.07"
+    assert carried["source_run"] == {
+        "id": invalid_run.pk,
+        "gate": "G3",
+        "attempt": invalid_run.attempt,
+    }
+    customer = next(row for row in carried["signatures"] if row["party"] == "customer")
+    assert customer["key_fingerprint"] == registered.fingerprint
+    held = f"inventory: the run was held to amendment {amendment.digest[:12]}, in force when it"
+    assert any(note.startswith(held) for note in notes), notes
+    assert json.loads(members[layout.INVENTORY])["driver_version"] == "550.54.15"
+
+    # The run that found the change was decided before anyone signed: sealed now, its bundle
+    # still shows it held to G1's inventory, and its host check compared with that.
+    members, notes = verified(invalid_run.decisions.get())
+    assert json.loads(members[layout.INVENTORY_AMENDMENTS])["amendments"] == []
+    assert any(note.startswith("a host-check decision: each changed field") for note in notes)

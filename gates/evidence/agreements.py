@@ -1,0 +1,188 @@
+"""What the parties agreed, checked in a bundle: each party's signature over the spec's digest,
+the inventory amendments in force at the decision (each digest against its canonical content,
+both parties' signatures over it, and every SSHSIG against the key the row lists), and that a
+run the host check ended invalid was compared with the inventory the bundle says it was held to.
+
+Pure: members in, problems and notes out; no Django, no network (the offline verifier).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from gates import sshsig
+from gates.evidence import layout
+from gates.evidence.layout import load_json_member
+from gates.specs import inventory_digest
+from runners.contract import INVENTORY_CHECK
+
+PARTIES = ("vendor", "customer")
+
+
+class Report(Protocol):
+    problems: list[str]
+    notes: list[str]
+
+
+def check_spec_signatures(rows: object, digest: str | None, report: Report) -> None:
+    for row in rows if isinstance(rows, list) else []:
+        who = f"spec signature of the {row.get('party')}"
+        if row.get("digest") != digest:
+            report.problems.append(f"{who}: signed digest {row.get('digest')}, not the spec's")
+        else:
+            check_ssh_signature(who, row, digest, report)
+
+
+def check_ssh_signature(who: str, row: dict, digest: str, report: Report) -> None:
+    """A party's own `ssh-keygen -Y sign -n tollgate-spec` over `digest`, when they gave one:
+    it must verify and be made with the key the row names (and, where listed, carries)."""
+    if not row.get("ssh_signature"):
+        return  # signed through Tollgate's account only: the server's word, as signed above
+    try:
+        blob = sshsig.verify(row["ssh_signature"], digest.encode())
+    except sshsig.SshSigError as error:
+        report.problems.append(f"{who}: {error}")
+        return
+    made_by = sshsig.fingerprint(blob)
+    listed = row.get("key_fingerprint")
+    if listed is not None and listed != made_by:
+        report.problems.append(f"{who}: SSH signature made with key {made_by}, not {listed}")
+        return
+    if "public_key" in row and _blob(row["public_key"]) != blob:
+        report.problems.append(f"{who}: SSH signature made with key {made_by}, not the listed one")
+        return
+    report.notes.append(f"{who}: SSH signature by {made_by} verifies")
+
+
+def check_inventory_amendments(
+    members: dict[str, bytes], decided_at: object, report: Report
+) -> None:
+    """The amendments the decision's runs were held to; a bundle sealed before they were
+    carried has no such member and says so."""
+    name = layout.INVENTORY_AMENDMENTS
+    if name not in members:
+        report.notes.append(
+            f"member {name}: absent (sealed before bundles carried inventory amendments); "
+            f"{layout.INVENTORY} is the inventory accepted when it was sealed"
+        )
+        return
+    record = load_json_member(members, name)
+    amendments = record.get("amendments")
+    if not isinstance(amendments, list):
+        report.problems.append(f"member {name}: amendments must be a list")
+        return
+    if not _before(record.get("as_of"), decided_at):
+        report.problems.append(
+            f"member {name}: as_of {record.get('as_of')!r} is not before the decision "
+            f"({decided_at!r})"
+        )
+    for position, amendment in enumerate(amendments, start=1):
+        _check_amendment(amendment, position, record, report)
+    _check_in_force(record, amendments, report)
+
+
+def _check_amendment(amendment: dict, position: int, record: dict, report: Report) -> None:
+    digest = str(amendment.get("digest"))
+    who = f"inventory amendment {position} ({digest[:12]})"
+    before = len(report.problems)
+    if inventory_digest(record.get("engagement"), amendment.get("inventory")) != digest:
+        report.problems.append(
+            f"{who}: digest {digest} is not the SHA-256 of its canonical engagement and inventory"
+        )
+    rows = [row for row in amendment.get("signatures") or [] if isinstance(row, dict)]
+    for party in PARTIES:
+        _check_party(
+            who, party, [r for r in rows if r.get("party") == party], digest, record, report
+        )
+    if len(report.problems) == before:
+        report.notes.append(f"{who}: its digest and both parties' signatures over it verify")
+
+
+def _check_party(
+    who: str, party: str, rows: list[dict], digest: str, record: dict, report: Report
+) -> None:
+    signer = f"{who}: the {party}'s signature"
+    if not rows:
+        report.problems.append(f"{who}: not signed by the {party}")
+        return
+    for row in rows:
+        if row.get("digest") != digest:
+            report.problems.append(f"{signer} is over digest {row.get('digest')}, not its own")
+            continue
+        if not _before(row.get("signed_at"), record.get("as_of")):
+            report.problems.append(
+                f"{signer} was given at {row.get('signed_at')}, after the run was held to it "
+                f"({record.get('as_of')})"
+            )
+        check_ssh_signature(signer, row, digest, report)
+
+
+def _check_in_force(record: dict, amendments: list, report: Report) -> None:
+    name = layout.INVENTORY_AMENDMENTS
+    newest = amendments[-1].get("digest") if amendments else None
+    if record.get("in_force") != newest:
+        report.problems.append(
+            f"member {name}: in_force {record.get('in_force')!r} is not the newest amendment "
+            f"signed by the decision ({newest!r})"
+        )
+    elif newest is None:
+        report.notes.append(
+            f"inventory: no amendment in force when the run started; held to {layout.INVENTORY}"
+        )
+    else:
+        report.notes.append(
+            f"inventory: the run was held to amendment {newest[:12]}, in force when it started"
+        )
+
+
+def _before(signed_at: object, as_of: object) -> bool:
+    try:
+        return datetime.fromisoformat(str(signed_at)) <= datetime.fromisoformat(str(as_of))
+    except (TypeError, ValueError):
+        return False  # a time that is not ISO 8601 proves nothing about the order
+
+
+def check_contract_decision(members: dict[str, bytes], decision: dict, report: Report) -> None:
+    """A run the host check ended `invalid` before any server started. The check's probe outputs
+    are not kept, so the observed values are as recorded; what is checked is that each clause's
+    accepted value is the inventory the run was held to (the amendment then in force, else
+    G1's)."""
+    if layout.INVENTORY_AMENDMENTS not in members:
+        report.notes.append(
+            "a host-check decision sealed before bundles carried inventory amendments: its "
+            "accepted values are as recorded"
+        )
+        return
+    held = held_inventory(members)
+    for position, clause in enumerate(decision.get("clauses") or []):
+        where = f"{layout.DECISION} clauses[{position}] ({clause.get('check')})"
+        field = str(clause.get("check", "")).removeprefix(INVENTORY_CHECK)
+        expected = (held or {}).get(field)
+        if clause.get("expected") != expected:
+            report.problems.append(
+                f"{where}: accepted {clause.get('expected')!r}, but the inventory the run was "
+                f"held to has {expected!r}"
+            )
+    if decision.get("verdict") != "invalid":
+        report.problems.append(f"{layout.DECISION}: a host-check decision must be invalid")
+    report.notes.append(
+        "a host-check decision: each changed field compared with the inventory the run was held "
+        "to; observed values as recorded (the check's probe outputs are not kept)"
+    )
+
+
+def held_inventory(members: dict[str, bytes]) -> dict | None:
+    """The inventory the run was held to: the amendment in force then, else G1's."""
+    record = load_json_member(members, layout.INVENTORY_AMENDMENTS)
+    for amendment in record.get("amendments") or []:
+        if amendment.get("digest") == record.get("in_force"):
+            return amendment.get("inventory")
+    return load_json_member(members, layout.INVENTORY)
+
+
+def _blob(line: object) -> bytes | None:
+    try:
+        return sshsig.public_key_blob(str(line))
+    except sshsig.SshSigError:
+        return None
