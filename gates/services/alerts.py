@@ -54,10 +54,12 @@ def _member_emails(engagement: Engagement, event: str | None, party: str | None)
     members = Membership.objects.filter(scope, receives_alerts=True).select_related("user")
     emails = {m.user.email for m in members if m.user.email}
     if event is not None and event_kind(event).switchable:
-        muted = AlertPreference.objects.filter(
-            muted_events__contains=[event], user__email__in=emails
-        ).values_list("user__email", flat=True)
-        emails -= set(muted)
+        # Matched in Python, not with a JSON `__contains` lookup: SQLite (the demo's database)
+        # has none, and an engagement has a handful of members.
+        preferences = AlertPreference.objects.filter(user__email__in=emails).values_list(
+            "user__email", "muted_events"
+        )
+        emails -= {email for email, muted in preferences if event in (muted or [])}
     return emails
 
 
