@@ -43,7 +43,12 @@ def recompute_decision(spec: dict, decision: dict, context: dict, run: RunRecord
     except (EvidenceError, KeyError, ValueError, TypeError) as error:
         return [*problems, f"decision: cannot be recomputed from the raw files ({error})"]
     recorded = {k: v for k, v in (decision.get("result") or {}).items() if k not in NOT_RECOMPUTED}
-    problems += differences(recorded, result, "decision/decision.json result")
+    return problems + decision_differences(decision, recorded, result)
+
+
+def decision_differences(decision: dict, recorded: dict, result: dict) -> list[str]:
+    """Where the recomputed result and verdict differ from decision/decision.json's."""
+    problems = differences(recorded, result, "decision/decision.json result")
     if decision.get("verdict") != result["verdict"]:
         problems.append(
             f"decision/decision.json verdict: recorded {decision.get('verdict')!r}, "

@@ -23,7 +23,7 @@ import json
 import re
 
 from gates.decisions import EvidenceError, decide_gate
-from gates.evidence.recompute import differences
+from gates.evidence.recompute import decision_differences, differences
 from runners import soak as collector
 from runners import soakhealth
 
@@ -73,13 +73,7 @@ def recompute_soak(
     }
     if health is not None:
         result["soak"]["health"] = health
-    problems += differences(recorded, result, "decision/decision.json result")
-    if decision.get("verdict") != result["verdict"]:
-        problems.append(
-            f"decision/decision.json verdict: recorded {decision.get('verdict')!r}, "
-            f"recomputed {result['verdict']!r}"
-        )
-    return problems
+    return problems + decision_differences(decision, recorded, result)
 
 
 def _health_start(soak: dict) -> dict | None:

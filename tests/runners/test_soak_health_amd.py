@@ -6,8 +6,6 @@ server's own processes do not, throttling is a note, unreadable output a note.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from gates.signals import builtin_profile_documents
@@ -16,9 +14,8 @@ from runners.remote import soakwatch
 from simhost.hostconfig import host_config_from_dict
 from simhost.kernellog import render_kernel_log
 from simhost.smi import GpuLive, render
+from tests.runners.test_soak_health import NOW, fold
 
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-RUN_STARTED = NOW.timestamp() - 600
 SERVER_PID = 4242
 WORKER_PID = 4243
 
@@ -38,14 +35,6 @@ def amd_files(**gpu_health) -> dict[str, bytes]:
 def amd_window(seq: int = 0, *, files: dict | None = None, **line) -> dict:
     line = {"seq": seq, "server_pid": SERVER_PID, "server_pids": [SERVER_PID, WORKER_PID], **line}
     return soakhealth.window_health(line, amd_files() if files is None else files)
-
-
-def fold(*healths: dict) -> tuple[dict, list[list[str]]]:
-    summary, faults = {"since": RUN_STARTED}, []
-    for seq, health in enumerate(healths):
-        summary, found = soakhealth.health_fold(summary, seq, health)
-        faults.append(found)
-    return summary, faults
 
 
 def test_a_healthy_amd_window_reads_every_gpu_by_its_pci_address_and_no_fault():
