@@ -220,3 +220,21 @@ def unsigned(figure_and_page: tuple[dict, str]) -> tuple[dict, str]:
     """The page without its CSRF tokens (a new one each response)."""
     figure, page = figure_and_page
     return figure, re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", page)
+
+
+def test_a_soak_that_ended_without_a_decision_never_says_it_is_still_running(
+    client, vendor_admin, soak_run
+):
+    store(soak_run, range(3))
+    provisional = {"verdict": "pass", "reasons": [], "clauses": [], "computed_at": T0 + 30}
+    Soak.objects.filter(run=soak_run).update(provisional=provisional)
+    client.force_login(vendor_admin)
+    url = reverse("gates:run-detail", args=[soak_run.pk])
+    running = client.get(url).content.decode()
+    assert "Provisional verdict (the soak is still running)" in running
+    # An agent that lost its disk ends the soak infra_error: no decision, the last look kept.
+    Soak.objects.filter(run=soak_run).update(state=Soak.State.ENDED)
+    services.run_fail(run_id=soak_run.pk, outcome="infra_error", reason="the disk filled")
+    ended = client.get(url).content.decode()
+    assert "still running" not in ended
+    assert "Last provisional verdict before the soak ended (it decides nothing" in ended
