@@ -73,7 +73,7 @@ def drive(
             stop_all(ctx.transport, session.launched_dirs())
             return False
         step, detail = current
-        progress = perform(step, detail, ctx)
+        progress = _perform_keeping_files(session, step, detail, ctx)
         if not answered:  # the host answered: an outage being ridden out is over
             session.host_answered()
             answered = True
@@ -95,6 +95,19 @@ def drive(
             continue
         sleep(pause)
         pause = min(pause * 1.5, MAX_POLL_S)
+
+
+def _perform_keeping_files(
+    session: Session, step: dict, detail: dict, ctx: StepContext
+) -> StepProgress:
+    """Perform the step; a failure that carries the files it rests on leaves them on the
+    step (not done) before it ends the run, so the failed run's evidence holds them too."""
+    try:
+        return perform(step, detail, ctx)
+    except RunnerError as error:
+        if error.artifacts:
+            session.record(step, StepProgress(False, artifacts=list(error.artifacts)))
+        raise
 
 
 def _evaluate(session: Session) -> bool:

@@ -20,6 +20,9 @@ class RunnerError(Exception):
         self.reason = message
         self.host = host
         self.step = step
+        # Raw files the failure rests on (what a probe printed), kept on the failed step by the
+        # driver, so the run's evidence carries them; most failures have none.
+        self.artifacts: list = []
         super().__init__(self._describe())
 
     def _describe(self) -> str:

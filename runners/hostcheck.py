@@ -20,7 +20,7 @@ from runners.adapters.errors import FormatProblem, one_line
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.commands import fill
 from runners.contract import GPU_MEMORY_HELD_MAX_MIB, check_host, inventory_of, xid_faults
-from runners.errors import InfrastructureError
+from runners.errors import ContractError, InfrastructureError
 from runners.results import Artifact, probe_proof
 from runners.stepcontext import SHORT_COMMAND_S, StepContext, StepProgress, probe_values
 
@@ -48,14 +48,22 @@ def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     if health is None and AMD_METRIC in outputs:
         health, amd_log = amd_health(outputs, facts)
     held_max = ctx.values.get("gpu_memory_held_max_mib", GPU_MEMORY_HELD_MAX_MIB)
-    log = check_host(
-        ctx.accepted_inventory,
-        facts,
-        health,
-        step=step["name"],
-        held_max_mib=float(held_max),
-        since=ctx.window_start,
-    )
+    try:
+        log = check_host(
+            ctx.accepted_inventory,
+            facts,
+            health,
+            step=step["name"],
+            held_max_mib=float(held_max),
+            since=ctx.window_start,
+        )
+    except ContractError as error:
+        error.artifacts = artifacts  # the outputs the changed fields were read from
+        raise
+    except InfrastructureError as error:
+        if error.permanent:  # unfit ends the run; a field not re-read is retried afresh
+            error.artifacts = artifacts
+        raise
     log = amd_log + log
     if "xid_events" not in facts:
         log += "kernel log not readable: XID errors not checked\n"

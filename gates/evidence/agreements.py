@@ -1,21 +1,24 @@
 """What the parties agreed, checked in a bundle: each party's signature over the spec's digest,
 the inventory amendments in force at the decision (each digest against its canonical content,
 both parties' signatures over it, and every SSHSIG against the key the row lists), and that a
-run the host check ended invalid was compared with the inventory the bundle says it was held to.
+run the host check ended invalid was compared with the inventory the bundle says it was held to,
+its changes read again from the probe outputs the check kept.
 
 Pure: members in, problems and notes out; no Django, no network (the offline verifier).
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Protocol
 
 from gates import sshsig
 from gates.evidence import layout
 from gates.evidence.layout import load_json_member
+from gates.evidence.recompute import RunRecords, file_facts
 from gates.specs import inventory_digest
-from runners.contract import INVENTORY_CHECK
+from runners.contract import INVENTORY_CHECK, inventory_differences, inventory_of
 
 PARTIES = ("vendor", "customer")
 
@@ -143,22 +146,25 @@ def _before(signed_at: object, as_of: object) -> bool:
         return False  # a time that is not ISO 8601 proves nothing about the order
 
 
-def check_contract_decision(members: dict[str, bytes], decision: dict, report: Report) -> None:
-    """A run the host check ended `invalid` before any server started. The check's probe outputs
-    are not kept, so the observed values are as recorded; what is checked is that each clause's
-    accepted value is the inventory the run was held to (the amendment then in force, else
-    G1's)."""
+def check_contract_decision(
+    members: dict[str, bytes], decision: dict, runs: list[RunRecords], report: Report
+) -> None:
+    """A run the host check ended `invalid` before any server started: each clause's accepted
+    value must be the inventory the run was held to (the amendment then in force, else G1's),
+    and its observed value what the check's kept probe outputs say, read again with the same
+    adapters; the changed fields found again must be exactly the decision's."""
     if layout.INVENTORY_AMENDMENTS not in members:
         report.notes.append(
             "a host-check decision sealed before bundles carried inventory amendments: its "
             "accepted values are as recorded"
         )
         return
-    held = held_inventory(members)
-    for position, clause in enumerate(decision.get("clauses") or []):
+    held = held_inventory(members) or {}
+    clauses = decision.get("clauses") or []
+    for position, clause in enumerate(clauses):
         where = f"{layout.DECISION} clauses[{position}] ({clause.get('check')})"
         field = str(clause.get("check", "")).removeprefix(INVENTORY_CHECK)
-        expected = (held or {}).get(field)
+        expected = held.get(field)
         if clause.get("expected") != expected:
             report.problems.append(
                 f"{where}: accepted {clause.get('expected')!r}, but the inventory the run was "
@@ -166,10 +172,58 @@ def check_contract_decision(members: dict[str, bytes], decision: dict, report: R
             )
     if decision.get("verdict") != "invalid":
         report.problems.append(f"{layout.DECISION}: a host-check decision must be invalid")
+    for run in runs:
+        _check_observed(run, held, clauses, report)
+
+
+def _check_observed(run: RunRecords, held: dict, clauses: list[dict], report: Report) -> None:
+    probes = _contract_probes(run)
+    if not any(f"probes/{name}.txt" in run.files for name in probes):
+        report.notes.append(
+            f"a host-check decision whose probe outputs were not kept ({run.prefix}: sealed "
+            "before the check kept them, or recorded without one): each changed field's "
+            "accepted value compared with the inventory the run was held to; observed values "
+            "as recorded"
+        )
+        return
+    facts: dict = {}
+    for name in probes:  # the check's order: the first probe to report a fact wins
+        content = run.files.get(f"probes/{name}.txt")
+        found = file_facts(f"probes/{name}.txt", content) if content is not None else {}
+        facts.update({k: v for k, v in found.items() if facts.get(k) is None})
+    again = inventory_differences(held, inventory_of(facts))
+    recorded = [
+        (str(c.get("check", "")).removeprefix(INVENTORY_CHECK), c.get("observed")) for c in clauses
+    ]
+    recomputed = [(d["field"], d["observed"]) for d in again]
+    if _as_json(recorded) != _as_json(recomputed):
+        report.problems.append(
+            f"{layout.DECISION} clauses: the host check's kept probe outputs "
+            f"({run.prefix}files/probes/) give the changes {_changes(recomputed)}, the decision "
+            f"says {_changes(recorded)}"
+        )
+        return
     report.notes.append(
-        "a host-check decision: each changed field compared with the inventory the run was held "
-        "to; observed values as recorded (the check's probe outputs are not kept)"
+        "a host-check decision: each changed field read again from the probe outputs the check "
+        f"kept ({run.prefix}files/probes/) and compared with the inventory the run was held to: "
+        f"{len(again)} changed, as recorded"
     )
+
+
+def _contract_probes(run: RunRecords) -> list[str]:
+    for detail in run.steps if isinstance(run.steps, list) else []:
+        step = detail.get("step") or {} if isinstance(detail, dict) else {}
+        if step.get("kind") == "contract":
+            return [str(name) for name in step.get("probes") or []]
+    return []
+
+
+def _as_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _changes(pairs: list[tuple[str, object]]) -> str:
+    return ", ".join(f"{field}={observed!r}" for field, observed in pairs) or "none"
 
 
 def held_inventory(members: dict[str, bytes]) -> dict | None:

@@ -175,7 +175,8 @@ def _check_decision(members: dict[str, bytes], predicate: dict, report: Verifica
         report.notes.append(f"a {decision.get('kind')} decision, made by a person: not recomputed")
         return
     if (decision.get("result") or {}).get("engine") == CONTRACT_CHECK_ENGINE:
-        check_contract_decision(members, decision, report)
+        runs = [run_records(members, attempt) for attempt in decision.get("runs") or []]
+        check_contract_decision(members, decision, runs, report)
         return
     spec = load_json_member(members, layout.SPEC)
     if isinstance(spec, dict) and spec.get("gate") == "G4":

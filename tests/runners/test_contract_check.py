@@ -135,6 +135,10 @@ def g3_after_g1(actor, viewer, engagement, host):
     return lambda: drive(start(actor, viewer, engagement, "G3", host, g3_spec()))
 
 
+def kept_output(run, probe: str) -> bytes:
+    return bytes(run.artifacts.get(name=f"probes/{probe}.txt").content)
+
+
 def servers_started(run) -> int:
     return RunStep.objects.filter(run=run, name__contains="start", state="done").count()
 
@@ -154,6 +158,8 @@ def test_another_vllm_build_makes_the_g3_run_invalid_naming_it(
     assert "'0.20.1' accepted at G1, '0.21.0' now" in decision.clauses[0]["cause"]
     assert servers_started(run) == 0
     assert not engagement.gates.get(kind="G3").stop_loss_review
+    # What the check read the change from stays with the run (and so with its evidence).
+    assert b"0.21.0" in kept_output(run, "vllm_version")
 
 
 @pytest.mark.slow
@@ -184,6 +190,7 @@ def test_a_foreign_process_on_a_gpu_is_an_infra_error_not_a_verdict(
     assert run.outcome == "infra_error"
     assert "GPU 2: foreign process 'python3 train.py' (pid 4242)" in run.reason
     assert not run.decisions.exists() and servers_started(run) == 0
+    assert b"train.py" in kept_output(run, "gpu_nvidia")  # the unfit host's own words, kept
 
 
 @pytest.mark.slow

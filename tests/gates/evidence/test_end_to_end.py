@@ -13,6 +13,8 @@ from gates import services
 from gates.evidence import bundle_for_decision, layout, statement
 from gates.evidence.verify import verify_bundle
 from gates.models import EvidenceKey, Host
+from tests.gates.evidence.helpers import edited_json, resealed
+from tests.gates.evidence.test_bundles import problems_of
 from tests.gates.test_inventory_amendment import as_user, propose, updated_driver  # noqa: F401
 from tests.gates.test_sshsig import keygen, needs_ssh_keygen, ssh_sign
 from tests.runners.conftest import own_sshd  # noqa: F401 (fixture)
@@ -99,4 +101,24 @@ def test_a_g3_run_held_to_a_signed_amendment_carries_it_and_verifies(
     # still shows it held to G1's inventory, and its host check compared with that.
     members, notes = verified(invalid_run.decisions.get())
     assert json.loads(members[layout.INVENTORY_AMENDMENTS])["amendments"] == []
-    assert any(note.startswith("a host-check decision: each changed field") for note in notes)
+    read_again = "a host-check decision: each changed field read again from the probe outputs"
+    assert any(note.startswith(read_again) and "1 changed" in note for note in notes), notes
+    kept = f"{layout.run_prefix(invalid_run.attempt)}files/probes/gpu_nvidia.txt"
+    assert b"550.90.07" in members[kept]  # the output the changed driver was read from
+
+
+def test_an_invalid_run_whose_changes_differ_from_its_kept_probe_outputs_is_named(
+    updated_driver,  # noqa: F811 (fixture)
+):
+    invalid_run, _ = updated_driver
+    data, _ = bundle_for_decision(invalid_run.decisions.get())
+
+    def observed_elsewhere(members):
+        edited_json(members, layout.DECISION, lambda d: d["clauses"][0].update(observed="555.1"))
+
+    problems = problems_of(resealed(data, observed_elsewhere))
+    assert (
+        "decision/decision.json clauses: the host check's kept probe outputs "
+        f"({layout.run_prefix(invalid_run.attempt)}files/probes/) give the changes "
+        "driver_version='550.90.07', the decision says driver_version='555.1'"
+    ) in problems, problems
