@@ -7,6 +7,7 @@ the accepted inventory; a contract step in every G2/G3 plan compares before any 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from runners.adapters.amdgpu_log import AMDGPU_FAULTS
@@ -40,6 +41,14 @@ def inventory_of(facts: dict) -> dict[str, Any]:
         "offload_tier_capacity_gib": tier.get("capacity_gib"),
         "host_memory_bytes": facts.get("host_memory_bytes"),
     }
+
+
+def first_reported(probe_facts: Iterable[dict]) -> dict:
+    """The facts of the check's probes, in its order, merged: the first to report one wins."""
+    facts: dict = {}
+    for found in probe_facts:
+        facts.update({k: v for k, v in found.items() if facts.get(k) is None})
+    return facts
 
 
 def inventory_differences(accepted: dict, observed: dict) -> list[dict[str, Any]]:

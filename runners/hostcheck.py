@@ -19,7 +19,13 @@ from runners.adapters.amd_health import (
 from runners.adapters.errors import FormatProblem, one_line
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from runners.commands import fill
-from runners.contract import GPU_MEMORY_HELD_MAX_MIB, check_host, inventory_of, xid_faults
+from runners.contract import (
+    GPU_MEMORY_HELD_MAX_MIB,
+    check_host,
+    first_reported,
+    inventory_of,
+    xid_faults,
+)
 from runners.errors import ContractError, InfrastructureError
 from runners.results import Artifact, probe_proof
 from runners.stepcontext import SHORT_COMMAND_S, StepContext, StepProgress, probe_values
@@ -27,7 +33,7 @@ from runners.stepcontext import SHORT_COMMAND_S, StepContext, StepProgress, prob
 
 def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     """Re-probe the host and hold it to the accepted inventory, before any server starts."""
-    facts: dict = {}
+    found: list[dict] = []
     artifacts: list[Artifact] = []
     health = None
     outputs: dict[str, str] = {}
@@ -39,11 +45,12 @@ def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
             continue
         proof = probe_proof(name, result.stdout.encode(), source=step["name"])
         artifacts += proof.artifacts
-        facts.update({k: v for k, v in proof.facts.items() if facts.get(k) is None})
+        found.append(proof.facts)
         outputs[name] = result.stdout
         if name == "gpu_nvidia":
             with contextlib.suppress(adapters.AdapterError, FormatProblem):
                 health = parse_gpu_health_xml(result.stdout)
+    facts = first_reported(found)
     amd_log = ""
     if health is None and AMD_METRIC in outputs:
         health, amd_log = amd_health(outputs, facts)

@@ -9,7 +9,6 @@ Pure: members in, problems and notes out; no Django, no network (the offline ver
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Protocol
 
@@ -18,7 +17,7 @@ from gates.evidence import layout
 from gates.evidence.layout import load_json_member
 from gates.evidence.recompute import RunRecords, file_facts
 from gates.specs import inventory_digest
-from runners.contract import INVENTORY_CHECK, inventory_differences, inventory_of
+from runners.contract import INVENTORY_CHECK, first_reported, inventory_differences, inventory_of
 
 PARTIES = ("vendor", "customer")
 
@@ -186,17 +185,14 @@ def _check_observed(run: RunRecords, held: dict, clauses: list[dict], report: Re
             "as recorded"
         )
         return
-    facts: dict = {}
-    for name in probes:  # the check's order: the first probe to report a fact wins
-        content = run.files.get(f"probes/{name}.txt")
-        found = file_facts(f"probes/{name}.txt", content) if content is not None else {}
-        facts.update({k: v for k, v in found.items() if facts.get(k) is None})
+    kept = [f"probes/{name}.txt" for name in probes if f"probes/{name}.txt" in run.files]
+    facts = first_reported(file_facts(name, run.files[name]) for name in kept)
     again = inventory_differences(held, inventory_of(facts))
     recorded = [
         (str(c.get("check", "")).removeprefix(INVENTORY_CHECK), c.get("observed")) for c in clauses
     ]
     recomputed = [(d["field"], d["observed"]) for d in again]
-    if _as_json(recorded) != _as_json(recomputed):
+    if recorded != recomputed:
         report.problems.append(
             f"{layout.DECISION} clauses: the host check's kept probe outputs "
             f"({run.prefix}files/probes/) give the changes {_changes(recomputed)}, the decision "
@@ -211,15 +207,12 @@ def _check_observed(run: RunRecords, held: dict, clauses: list[dict], report: Re
 
 
 def _contract_probes(run: RunRecords) -> list[str]:
+    """The host check's probes, in the order it ran them (its step in steps.json)."""
     for detail in run.steps if isinstance(run.steps, list) else []:
-        step = detail.get("step") or {} if isinstance(detail, dict) else {}
+        step = (detail.get("step") if isinstance(detail, dict) else None) or {}
         if step.get("kind") == "contract":
             return [str(name) for name in step.get("probes") or []]
     return []
-
-
-def _as_json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _changes(pairs: list[tuple[str, object]]) -> str:

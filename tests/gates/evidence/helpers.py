@@ -9,7 +9,7 @@ import json
 from django.urls import reverse
 
 from gates.evidence import keys, layout, statement
-from gates.models import Decision, EvidenceSeal
+from gates.models import Decision, EvidenceKey
 from tests.gates.test_uploads import g1_upload, g3_upload_gate, send, upload_cell, upload_run
 
 
@@ -37,10 +37,11 @@ def resealed(data: bytes, change) -> bytes:
     members = layout.read_zip(data)
     change(members)
     signed = {n: d for n, d in members.items() if n not in layout.UNSIGNED}
-    old = json.loads(statement.envelope_payload(json.loads(members[layout.ENVELOPE]))[0])
+    sealed = json.loads(members[layout.ENVELOPE])
+    old = json.loads(statement.envelope_payload(sealed)[0])
     subjects = {name: layout.sha256_hex(content) for name, content in signed.items()}
     payload = statement.payload_bytes(statement.statement(subjects, old["predicate"]))
-    key = EvidenceSeal.objects.get().key
+    key = EvidenceKey.objects.get(fingerprint=sealed["signatures"][0]["keyid"])  # its sealer
     envelope = statement.envelope(payload, [(key.fingerprint, keys.key_sign(key, payload))])
     members[layout.ENVELOPE] = statement.envelope_bytes(envelope)
     members[layout.TO_COSIGN] = statement.pae(statement.PAYLOAD_TYPE, payload)

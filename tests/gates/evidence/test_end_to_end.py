@@ -106,11 +106,7 @@ def test_a_g3_run_held_to_a_signed_amendment_carries_it_and_verifies(
     kept = f"{layout.run_prefix(invalid_run.attempt)}files/probes/gpu_nvidia.txt"
     assert b"550.90.07" in members[kept]  # the output the changed driver was read from
 
-
-def test_an_invalid_run_whose_changes_differ_from_its_kept_probe_outputs_is_named(
-    updated_driver,  # noqa: F811 (fixture)
-):
-    invalid_run, _ = updated_driver
+    # A server that edits what the check observed and signs again is named by the recompute.
     data, _ = bundle_for_decision(invalid_run.decisions.get())
 
     def observed_elsewhere(members):
