@@ -241,7 +241,7 @@ def report(args, results: dict, queries: int) -> None:
     ratio = rate["gate"] / rate["bare"] if rate["bare"] else float("nan")
     verdict = "meets" if ratio >= 0.5 else "MISSES"
     print(f"gate/bare throughput {ratio:.2f} ({verdict} the target >= 0.50)")
-    print(f"queries per gate read: {queries} (pinned in tests/gates/test_api_queries.py)")
+    print(f"queries per gate read: {queries} (pinned in tests/gates/api/test_api_queries.py)")
 
 
 if __name__ == "__main__":

@@ -31,8 +31,14 @@ import numpy as np
 
 from bench.decision_rules import bencher_pass, fixed_percentage_pass, perfherder_pass
 from gates.decisions.clauses import parse_g3_spec
-from gates.decisions.inference import FAIL, PASS, SequentialPlan, clause_margins, decide_cells
-from gates.specs import default_spec
+from gates.decisions.statistics.inference import (
+    FAIL,
+    PASS,
+    SequentialPlan,
+    clause_margins,
+    decide_cells,
+)
+from gates.specs.validation import default_spec
 
 SPEC = parse_g3_spec(default_spec("G3"))
 CELLS = [(clause, tier) for clause in SPEC.clauses for tier in clause.tiers]

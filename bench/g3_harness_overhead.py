@@ -58,7 +58,7 @@ def main() -> int:
 def measure(scratch: Path, args: argparse.Namespace) -> int:
     from gates import services
     from gates.models import Run
-    from runners import tasks
+    from worker import tasks
 
     run = start_run(scratch, args)
     tasks.advance_run.delay = lambda run_id: None  # this process is the worker
@@ -78,9 +78,10 @@ def measure(scratch: Path, args: argparse.Namespace) -> int:
 def start_run(scratch: Path, args: argparse.Namespace):
     from django.contrib.auth import get_user_model
 
-    from gates import services, specs
+    from gates import services
     from gates.demo.world import COLD_RECOVERY, build_demo_world
     from gates.models import Host
+    from gates.specs import validation as specs
     from gates.tenancy import viewer_for_user
 
     engagement = build_demo_world(

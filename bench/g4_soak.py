@@ -94,8 +94,9 @@ def g4_run_with_windows(organization, label: str, count: int, metrics_of):
     seeds its page from it too)."""
     from datetime import UTC, datetime
 
-    from gates import services, specs
+    from gates import services
     from gates.models import Run, SoakSample
+    from gates.specs import validation as specs
 
     engagement = services.engagement_create(
         actor=services.Actor.system("bench"), organization=organization, title=label, model_name="m"
@@ -148,7 +149,7 @@ def make_soak(count: int, label: str):
 
 
 def _engine_windows(soak) -> list[dict]:
-    from runners import soak as pure
+    from runners.soak import collector as pure
 
     rows = soak.run.soak_samples.values_list("seq", "window_start", "window_end", "metrics")
     return [pure.engine_window(q, a.timestamp(), b.timestamp(), m) for q, a, b, m in rows]
@@ -157,7 +158,7 @@ def _engine_windows(soak) -> list[dict]:
 def measure_decision(counts: list[int]) -> None:
     from gates.decisions import decide_gate
     from gates.models import Soak
-    from gates.services import soak as soak_service
+    from gates.services.soak import ticks as soak_service
 
     print("1. decision over the stored samples")
     for count in counts:
@@ -185,7 +186,7 @@ def measure_decision(counts: list[int]) -> None:
 
 
 def fake_window(seq: int, *, crashed: bool):
-    from runners import soak as pure
+    from runners.soak import collector as pure
 
     files = {
         "bench.json": BENCH_FILE.read_bytes(),
@@ -198,8 +199,8 @@ def fake_window(seq: int, *, crashed: bool):
 def measure_tick(count: int, repeats: int = 20) -> None:
     from django.conf import settings
 
-    from gates.services import soak as soak_service
-    from runners import soak as pure
+    from gates.services.soak import ticks as soak_service
+    from runners.soak import collector as pure
 
     settings.TOLLGATE_SOAK_PROVISIONAL_S = 10**9
     soak = make_soak(count, f"tick-{count}")
@@ -247,8 +248,8 @@ def measure_tick(count: int, repeats: int = 20) -> None:
 
 
 def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
-    from runners import soak as pure
-    from runners import soakhost
+    from runners.soak import collector as pure
+    from runners.soak import host as soakhost
     from runners.transport import open_transport
     from runners.transport.pool import ConnectionPool
     from tests.sshd import loopback_sshd

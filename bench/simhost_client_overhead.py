@@ -26,8 +26,8 @@ from simhost_common import REPO, Server, quantile
 
 sys.path.insert(0, str(REPO))
 
-from simhost.benchargs import bench_settings
-from simhost.benchrun import Measurement, measure
+from simhost.bench.args import bench_settings
+from simhost.bench.run import Measurement, measure
 from simhost.cli import build_parser
 
 

@@ -98,7 +98,7 @@ def read_from_json(samples):
     from django.db.models.fields.json import KeyTextTransform
     from django.db.models.functions import Cast
 
-    from gates.pages import soakcolumns
+    from gates.pages.soak import columns as soakcolumns
 
     numbers = {
         f"n_{name}": Cast(KeyTextTransform(name, "metrics"), FloatField())
@@ -124,7 +124,8 @@ def measure(client, run, repeats: int) -> dict[str, tuple[float, int, int]]:
 
     from django.urls import reverse
 
-    from gates.pages import soakcolumns, soakview
+    from gates.pages.soak import columns as soakcolumns
+    from gates.pages.soak import view as soakview
 
     page = reverse("gates:run-detail", args=[run.pk])
     zoom = reverse("gates:soak-series", args=[run.pk]) + "?from_h=30&to_h=31"

@@ -22,6 +22,6 @@ OPENAPI_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "gates.api.schema.document_error_responses",
+        "gates.api.rest.schema.document_error_responses",
     ],
 }

@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "gates",
-    "runners",
+    "worker",
 ]
 
 MIDDLEWARE = [
@@ -110,7 +110,7 @@ CACHES = {
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": env("CACHE_URL"),
-            # A dead Redis costs a second, then limits fall back (gates/api/throttling.py).
+            # A dead Redis costs a second, then limits fall back (gates/api/rest/throttling.py).
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
         if env("CACHE_URL")
@@ -340,24 +340,24 @@ CELERY_BEAT_SCHEDULE = {
     "escalate-alerts": {"task": "runners.escalate_alerts", "schedule": _BEAT_EVERY_S},
     "canary": {"task": "runners.canary", "schedule": min(60.0, _BEAT_EVERY_S * 2)},
 }
-# The beat writes its own heartbeat as it ticks (runners.tasks.HeartbeatScheduler).
-CELERY_BEAT_SCHEDULER = "runners.tasks:HeartbeatScheduler"
+# The beat writes its own heartbeat as it ticks (worker.tasks.HeartbeatScheduler).
+CELERY_BEAT_SCHEDULER = "worker.tasks:HeartbeatScheduler"
 
 # --- REST API --------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "gates.api.auth.BearerTokenAuthentication",
+        "gates.api.rest.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "gates.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "gates.api.rest.errors.exception_handler",
     # JSON only (uploads take multipart themselves), within fixed limits: depth, storable
     # strings. A form body would reach JSONField's own json.loads, which has none.
-    "DEFAULT_PARSER_CLASSES": ["gates.api.parsers.LimitedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["gates.api.rest.parsers.LimitedJSONParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
-    # Kept in Redis, and per process while Redis is unreachable (gates/api/throttling.py).
-    "DEFAULT_THROTTLE_CLASSES": ["gates.api.throttling.UserRateThrottle"],
+    # Kept in Redis, and per process while Redis is unreachable (gates/api/rest/throttling.py).
+    "DEFAULT_THROTTLE_CLASSES": ["gates.api.rest.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env("API_THROTTLE_RATE", "600/minute")},
     "UNAUTHENTICATED_USER": None,
 }

@@ -43,4 +43,4 @@ urlpatterns = [
 ]
 
 # A URL no route matches is still a JSON error under /api/.
-handler404 = "gates.api.errors.not_found"
+handler404 = "gates.api.rest.errors.not_found"

@@ -26,7 +26,7 @@ from gates.models import (
     Profile,
     Run,
 )
-from gates.pages.host_forms import PORT_ERRORS
+from gates.pages.hosts.forms import PORT_ERRORS
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -7,10 +7,10 @@ from __future__ import annotations
 from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
-from gates.decisions.operating import operating_characteristic
+from gates.decisions.statistics.operating import operating_characteristic
 from gates.decisions.units import clause_comparison, clause_unit
 from gates.models import Decision, Engagement, Gate, GateSpec, Run, SpecSignature, Verdict
-from gates.specdiff import FieldChange, spec_changes
+from gates.specs.diff import FieldChange, spec_changes
 
 # Simulated gates per operating characteristic shown: Monte Carlo sd of an 80 % power 0.9 %.
 OC_GATES = 2000
@@ -55,7 +55,7 @@ READOUT_SHAPE = 1
 
 def gate_readout(gate_id: int) -> dict:
     """What a gate read derives from the gate's specs, signatures and latest engine decision,
-    in the API's shape; stored on the gate by gates.services.readouts."""
+    in the API's shape; stored on the gate by gates.services.runs.readouts."""
     return readout_of(gates_with_latest(Gate.objects.filter(pk=gate_id)).get())
 
 

@@ -168,7 +168,7 @@ def viewer_for_token(token: ApiToken) -> Viewer:
     if base.user is None:
         return base
     # The creator's roles in the token's organization only; read from the memberships
-    # viewer_for_user loaded (one query per request: tests/gates/test_api_queries.py pins it).
+    # viewer_for_user loaded (one query per request: tests/gates/api/test_api_queries.py pins it).
     in_org = [m.role for m in base.memberships if m.organization_id == token.organization_id]
     return Viewer(
         user=token.created_by,

@@ -232,7 +232,7 @@ PLACEHOLDERS: dict[str, Kind] = {
     "gpu_memory_utilization": number(0.0, 1.0, low_open=True),
     "tensor_parallel_size": integer(1, 64),
     "max_model_len": integer(1, 10_000_000),
-    # Added for the gate programs (runners/steps.py) and the built-in profiles.
+    # Added for the gate programs (runners/program/perform.py) and the built-in profiles.
     "num_prefixes": integer(1, 1_000_000),
     "offload_backend": choice("native", "lmcache"),
     "max_tokens": integer(1, 100_000),

@@ -7,7 +7,7 @@ expected failure is raised as one of these and mapped to a run outcome by the ta
 from __future__ import annotations
 
 # How a refused, changed host key begins its reason; a run's reason is the durable record of
-# its failure, and the alert for a changed key is raised from it (gates.services.alert_events).
+# its failure, and the alert for a changed key is raised from it (gates.services.alerts.events).
 HOST_KEY_CHANGED = "host key changed"
 
 

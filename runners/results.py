@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runners import adapters
-from runners.adapters import AdapterError, json_limits
+from runners import jsonlimits as json_limits
+from runners.adapters import AdapterError
 
 PROBE_TOOLS = {
     "vllm_version": "vllm-version",

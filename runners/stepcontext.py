@@ -1,6 +1,6 @@
 """What every step of a run shares: its context (host, profile, values) and what a step reports.
 
-No Django; imported by runners.steps and runners.serving alike.
+No Django; imported by runners.program.perform and runners.server.launch alike.
 """
 
 from __future__ import annotations

@@ -16,24 +16,24 @@ from datetime import datetime, timezone
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from simhost import __version__
-from simhost.hostconfig import (
+from simhost.host.config import (
     HOST_PRESETS,
     HostConfig,
     HostConfigError,
     resolve_host_config,
     tier_report,
 )
-from simhost.kernellog import render_kernel_log
-from simhost.scenarios import ARMS, SCENARIOS, bench_command, serve_command
-from simhost.serveargs import UsageError, add_serve_arguments, serve_settings
-from simhost.smi import (
+from simhost.host.kernellog import render_kernel_log
+from simhost.host.smi import (
     FORMATS,
     GpuLive,
     SmiQueryError,
     SmiUnavailableError,
     render,
 )
-from simhost.statefile import read_live_states, state_dir
+from simhost.host.statefile import read_live_states, state_dir
+from simhost.scenarios import ARMS, SCENARIOS, bench_command, serve_command
+from simhost.server.args import UsageError, add_serve_arguments, serve_settings
 
 DESCRIPTION = (
     "simhost: a TEST DOUBLE emulating a vLLM GPU host (no GPU, no model). "
@@ -77,7 +77,7 @@ def build_parser() -> OneLineParser:
         description="The load client of the simhost test double; flags and result file as "
         "`vllm bench serve`.",
     )
-    from simhost.benchargs import add_bench_arguments
+    from simhost.bench.args import add_bench_arguments
 
     add_bench_arguments(bench)
     smi = commands.add_parser("smi", parents=common, help="GPU inventory like nvidia/rocm/amd-smi")
@@ -193,7 +193,7 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace, host: HostConfig) -> int:
-    from simhost.simulation_report import simulate_scenario
+    from simhost.simulation import simulate_scenario
 
     report = simulate_scenario(SCENARIOS[args.scenario], host, args.max_concurrency, args.seed)
     print(report)
@@ -202,7 +202,7 @@ def cmd_simulate(args: argparse.Namespace, host: HostConfig) -> int:
 
 def cmd_serve(args: argparse.Namespace, host: HostConfig, environ: Mapping[str, str]) -> int:
     settings = serve_settings(args, host, environ, _read)
-    from simhost.server import serve_forever
+    from simhost.server.app import serve_forever
 
     try:
         return asyncio.run(serve_forever(settings))
@@ -215,9 +215,9 @@ def cmd_serve(args: argparse.Namespace, host: HostConfig, environ: Mapping[str, 
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from simhost.benchargs import bench_settings
-    from simhost.benchrun import BenchError, run_and_report
-    from simhost.httpstream import HttpError
+    from simhost.bench.args import bench_settings
+    from simhost.bench.http import HttpError
+    from simhost.bench.run import BenchError, run_and_report
 
     settings = bench_settings(args)
     try:

@@ -10,10 +10,10 @@ import socket
 import sys
 from pathlib import Path
 
-from gates import specs
 from gates.demo.world import COLD_RECOVERY
 from gates.models import Host, Organization, Profile
-from simhost.hostconfig import HOST_PRESETS
+from gates.specs import validation as specs
+from simhost.host.config import HOST_PRESETS
 
 
 def free_port() -> int:

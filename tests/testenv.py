@@ -24,7 +24,7 @@ TEST_ENVIRONMENT = {
     "ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
     "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
     # Every test client comes from 127.0.0.1 and the cache outlives a test: the tests of the
-    # limits set their own (tests/gates/test_rate_limits.py).
+    # limits set their own (tests/gates/api/test_rate_limits.py).
     "TOLLGATE_TOKEN_FAILURES_ALLOWED": "1000000",
     "TOLLGATE_VAR_DIR": os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"),
 }

@@ -1,5 +1,5 @@
 """REST v1: a gate's spec versions, their signatures, proposals and stop-loss resets, and the
-signers' own Ed25519 keys. HTTP only; gates.services.contract does the writing."""
+signers' own Ed25519 keys. HTTP only; gates.services.contract.specs does the writing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.api.idempotency import idempotent
+from gates.api.rest.idempotency import idempotent
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import Gate, GateSpec, PartyKey, SpecSignature
 from gates.selectors import gate_spec_in_force, gate_spec_proposed, spec_changes_from_force

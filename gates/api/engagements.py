@@ -8,11 +8,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.api.idempotency import idempotent
+from gates.api.rest.idempotency import idempotent
 from gates.errors import NotAllowedError
 from gates.models import Engagement, Gate, Organization
 from gates.selectors import readout_is_current
-from gates.services.readouts import gate_readout_refresh
+from gates.services.runs.readouts import gate_readout_refresh
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"

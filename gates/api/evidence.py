@@ -10,7 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from gates.api.idempotency import idempotent
+from gates.api.rest.idempotency import idempotent
 from gates.errors import NotAllowedError, NotFoundError
 from gates.evidence import store
 from gates.models import Decision, EvidenceKey, Gate, Run

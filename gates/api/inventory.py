@@ -1,5 +1,5 @@
 """REST v1: an engagement's accepted host inventory and the amendments both parties sign.
-HTTP only; gates.services.inventory does the writing."""
+HTTP only; gates.services.contract.inventory does the writing."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.api.contract import DIGEST_PATTERN, _object_body, _username
-from gates.api.idempotency import idempotent
+from gates.api.rest.idempotency import idempotent
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import Engagement, InventoryAmendment, Run
-from gates.services.inventory import g1_inventory, inventory_amendment_in_force
+from gates.services.contract.inventory import g1_inventory, inventory_amendment_in_force
 from gates.tenancy import get_visible_or_404, viewer_for_request
 from runners.contract import inventory_differences
 

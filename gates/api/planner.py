@@ -18,7 +18,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from gates.api.parsers import LimitedJSONParser
+from gates.api.rest.parsers import LimitedJSONParser
 from gates.errors import ServiceError
 from gates.models import Engagement
 from gates.planner import (

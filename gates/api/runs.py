@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.api.idempotency import idempotent
+from gates.api.rest.idempotency import idempotent
 from gates.errors import NotFoundError
 from gates.logtail import CHUNK_CHARS, TAIL_CHARS, log_after, log_tail
 from gates.models import Gate, Host, Measurement, Run, Soak, SoakSample

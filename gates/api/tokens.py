@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.api.idempotency import idempotent
+from gates.api.rest.idempotency import idempotent
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import ApiToken, Engagement, Organization
 from gates.tenancy import Viewer, manageable_tokens, viewer_for_request, visible

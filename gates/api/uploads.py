@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
-from gates.api.idempotency import idempotent
+from gates.api.rest.idempotency import idempotent
 from gates.api.runs import RunSerializer
 from gates.errors import ServiceError
 from gates.models import Run

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.api import (  # noqa: F401 (schema: auth scheme)
+from gates.api import (
     contract,
     engagements,
     evidence,
@@ -10,7 +10,6 @@ from gates.api import (  # noqa: F401 (schema: auth scheme)
     inventory,
     planner,
     runs,
-    schema,
     statistics,
     uploads,
 )

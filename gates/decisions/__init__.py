@@ -3,7 +3,8 @@ kind to its engine, plus the stop-loss rule. Pure: plain data in, JSON-able dict
 no Django and does no I/O (a test checks). G1 is in g1.py, G2 in g2.py, G3 in g3.py (with
 clauses.py, inference.py, validity.py), G4 in g4.py.
 
-Every engine reads a spec that gates.specs.validate_spec accepted (it runs where a spec is
+Every engine reads a spec that gates.specs.validation.validate_spec accepted (it runs where a spec
+is
 saved) and does not check it again; evidence is checked here and refused with EvidenceError.
 """
 
@@ -17,7 +18,7 @@ from gates.decisions.g2 import decide_g2
 from gates.decisions.g3 import decide_g3
 from gates.decisions.g4 import decide_g4
 from gates.decisions.validity import EvidenceError
-from gates.specs import KNOWN_METRICS
+from gates.specs.validation import KNOWN_METRICS
 
 __all__ = [
     "KNOWN_METRICS",

@@ -1,6 +1,7 @@
 """G3 clauses and the parts of a G3 spec the decision engine reads, as plain dataclasses.
 
-The spec was accepted by gates.specs.validate_spec (which owns its rules and vocabulary); this
+The spec was accepted by gates.specs.validation.validate_spec (which owns its rules and
+vocabulary); this
 module reads it and checks nothing again. Pure: imports no Django and does no I/O.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gates.specs import METRICS
+from gates.specs.validation import METRICS
 
 
 @dataclass(frozen=True)

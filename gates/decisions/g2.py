@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from gates.decisions.inference import t_interval
 from gates.decisions.numbers import finite_float, is_number, metric_value
+from gates.decisions.statistics.inference import t_interval
 from gates.decisions.validity import EvidenceError, read_count
 
 # The G2 spec has no confidence field; the A/A interval uses this unless noise_floor gives one.

@@ -14,15 +14,15 @@ from scipy import stats
 
 from gates.decisions import readout
 from gates.decisions.clauses import Clause, G3Spec, parse_g3_spec
-from gates.decisions.inference import (
+from gates.decisions.numbers import finite_float, is_number, metric_value
+from gates.decisions.statistics.inference import (
     VERDICT_NAMES,
     LookOutcome,
     SequentialPlan,
     clause_margins,
     decide_cells,
 )
-from gates.decisions.numbers import finite_float, is_number, metric_value
-from gates.decisions.outliers import set_aside_disturbed, set_aside_notes
+from gates.decisions.statistics.outliers import set_aside_disturbed, set_aside_notes
 from gates.decisions.validity import (
     EvidenceError,
     Measurement,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runners.plans import AA_ARMS, HIT_ARM
+from runners.program.sequence import AA_ARMS, HIT_ARM
 
 
 def gather_g1(steps: list[dict]) -> dict:

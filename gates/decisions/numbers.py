@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gates.specs import METRICS
+from gates.specs.validation import METRICS
 
 
 def is_number(value: Any) -> bool:

@@ -16,10 +16,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from gates import services, specs
+from gates import services
 from gates.models import Engagement, Gate, Host, Membership, Organization, Profile
+from gates.specs import validation as specs
 from gates.tenancy import viewer_for_user
-from simhost.hostconfig import HOST_PRESETS
+from simhost.host.config import HOST_PRESETS
 
 VENDOR = {"name": "Acme KV Tier (demo vendor)", "slug": "acme-kv", "kind": "vendor"}
 CUSTOMER = {"name": "Northwind AI (demo customer)", "slug": "northwind", "kind": "customer"}

@@ -16,7 +16,7 @@ from gates import sshsig
 from gates.evidence import layout
 from gates.evidence.layout import load_json_member
 from gates.evidence.recompute import RunRecords, file_facts
-from gates.specs import inventory_digest
+from gates.specs.validation import inventory_digest
 from runners.contract import INVENTORY_CHECK, first_reported, inventory_differences, inventory_of
 
 PARTIES = ("vendor", "customer")

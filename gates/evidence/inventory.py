@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from gates.models import Decision, InventoryAmendment, InventorySignature, SpecSignature
-from gates.services.evaluation import run_g1_facts
-from gates.services.inventory import g1_inventory, inventory_amendments_signed_by
+from gates.services.contract.inventory import g1_inventory, inventory_amendments_signed_by
+from gates.services.runs.evaluation import run_g1_facts
 from runners.contract import inventory_of
 
 

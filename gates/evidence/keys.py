@@ -19,7 +19,7 @@ from securesystemslib.signer import CryptoSigner, SSlibKey
 from gates.errors import ServiceError
 from gates.evidence import statement
 from gates.models import EvidenceKey
-from gates.services.hosts import keyring
+from gates.services.hosts.access import keyring
 
 # Serializes the first creation of a key across workers (two would each sign with their own).
 KEY_LOCK = 0x7011_6A7E

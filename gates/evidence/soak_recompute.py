@@ -1,5 +1,5 @@
 """Recomputing a G4 soak decision from a bundle: every stored window's metrics re-derived from
-its line and raw files with the collector's own functions (runners.soak window_sample,
+its line and raw files with the collector's own functions (runners.soak.collector window_sample,
 engine_window, find_gaps), then decide_g4 on them, compared number by number with the record.
 
 What comes from where (docs/evidence.md):
@@ -11,7 +11,7 @@ What comes from where (docs/evidence.md):
   exit time, as recorded); the soak's start, its extensions, the agent's exit and the operator's
   notes are the collector's records of the agent, taken as recorded;
 - the host's health over the soak: folded again from the windows' smi output and kernel logs
-  (runners.soakhealth), from the run's start as recorded; a window that shows the host unfit
+  (runners.soak.fitness), from the run's start as recorded; a window that shows the host unfit
   to measure means the run should have ended infra_error, never with this decision.
 
 Pure: plain data and bytes in, a list of problems out. Imports no Django.
@@ -24,8 +24,8 @@ import re
 
 from gates.decisions import EvidenceError, decide_gate
 from gates.evidence.recompute import decision_differences, differences
-from runners import soak as collector
-from runners import soakhealth
+from runners.soak import collector
+from runners.soak import fitness as soakhealth
 
 # The stored sample's fields that come from the window's line itself, not from a raw file.
 LINE_FIELDS = (

@@ -14,7 +14,7 @@ from gates.evidence.layout import canonical_json
 from gates.evidence.versions import software_versions
 from gates.models import Decision, EvidenceSeal, EvidenceSignature, PartyKey, Run
 from gates.services.audit import Actor, audit_record
-from gates.services.evaluation import run_g1_facts
+from gates.services.runs.evaluation import run_g1_facts
 from gates.tenancy import Viewer
 from runners.contract import inventory_of
 

@@ -36,7 +36,7 @@ from gates.evidence.statement import (
     load_public_key,
     verify_envelope,
 )
-from gates.specs import spec_digest
+from gates.specs.validation import spec_digest
 from runners.contract import CONTRACT_CHECK_ENGINE
 
 

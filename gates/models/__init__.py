@@ -1,6 +1,6 @@
 """Tollgate's domain models, split by sub-domain; import them from `gates.models`."""
 
-from gates.models.alerting import AlertPreference, AlertSettings, WebhookEndpoint
+from gates.models.alerting import Alert, AlertPreference, AlertSettings, WebhookEndpoint
 from gates.models.audit import AuditEvent
 from gates.models.choices import Verdict
 from gates.models.contract import (
@@ -11,14 +11,14 @@ from gates.models.contract import (
     SpecSignature,
     StopLossReset,
 )
+from gates.models.decisions import Decision
 from gates.models.engagements import Engagement, Gate, GateSpec
 from gates.models.evidence import EvidenceKey, EvidenceSeal, EvidenceSignature
-from gates.models.health import ServiceHeartbeat
+from gates.models.heartbeats import ServiceHeartbeat
 from gates.models.hosts import Host, HostCleanup, Profile
 from gates.models.idempotency import IdempotencyKey
-from gates.models.outcomes import Alert, Decision
-from gates.models.runs import Artifact, Measurement, Run, RunStep, SoakSample
-from gates.models.soak import Soak
+from gates.models.runs import Artifact, Measurement, Run, RunStep
+from gates.models.soak import Soak, SoakSample
 from gates.models.tenancy import ApiToken, Membership, Organization
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Who hears about an engagement and how: its alert settings, each person's muted events,
+"""Alerts: the outbox (one row per event key) and who hears about an engagement and how: its alert
+settings, each person's muted events,
 and its webhook endpoints (the HMAC secret encrypted at rest)."""
 
 from __future__ import annotations
@@ -6,6 +7,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from gates.models.choices import user_reference
 
 
 class AlertSettings(models.Model):
@@ -57,3 +60,68 @@ class WebhookEndpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.format} webhook of {self.engagement}"
+
+
+class Alert(models.Model):
+    """An outbox row: one per event and idempotency key, delivered by a task with retries.
+
+    The first row of an event is its root; escalations and webhook copies are rows of their
+    own (own key, attempts, backoff) pointing at it, and acknowledging the root ends them all.
+    """
+
+    class Channel(models.TextChoices):
+        EMAIL = "email"
+        WEBHOOK = "webhook"
+
+    gate = models.ForeignKey(
+        "gates.Gate", on_delete=models.PROTECT, null=True, blank=True, related_name="alerts"
+    )
+    engagement = models.ForeignKey(
+        "gates.Engagement",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="alerts",
+    )
+    run = models.ForeignKey(
+        "gates.Run", on_delete=models.PROTECT, null=True, blank=True, related_name="alerts"
+    )
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="followups"
+    )
+    channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.EMAIL)
+    webhook = models.ForeignKey(
+        "gates.WebhookEndpoint",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="alerts",
+    )
+    event = models.CharField(max_length=40)
+    critical = models.BooleanField(default=False)
+    # 0 for the first sending; n for the n-th escalation.
+    level = models.PositiveSmallIntegerField(default=0)
+    idempotency_key = models.CharField(max_length=200, unique=True)
+    recipients = models.JSONField(default=list)
+    subject = models.CharField(max_length=200)
+    body = models.TextField()
+    html_body = models.TextField(blank=True)
+    # The machine-readable facts the webhook body carries (no secret, this engagement only).
+    facts = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    acked_at = models.DateTimeField(null=True, blank=True)
+    acked_by = user_reference()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["delivered_at", "next_attempt_at"]),
+            models.Index(fields=["critical", "acked_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event}: {self.subject}"

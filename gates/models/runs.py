@@ -1,5 +1,6 @@
-"""Runs of a gate program and what they produced: steps, raw artifacts, measurements,
-soak samples. A run's lifecycle (`state`) is kept apart from how it ended (`outcome`)."""
+"""Runs of a gate program and what they produced: steps, raw artifacts, measurements (a
+soak's windows are in gates.models.soak). A run's lifecycle (`state`) is kept apart from how it
+ended (`outcome`)."""
 
 from __future__ import annotations
 
@@ -179,75 +180,3 @@ class Measurement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run} {self.arm} c={self.tier} r{self.repetition}"
-
-
-# The window metrics the soak page draws, each also stored as a float column of the same name:
-# reading 26,000 rows' numbers out of their JSON costs the database ~0.5 s, reading columns
-# a tenth of that. `metrics` stays the record; the columns are copies written with it.
-SOAK_SAMPLE_NUMBERS = (
-    "output_throughput",
-    "ttft_p50_ms",
-    "ttft_p99_ms",
-    "completed",
-    "failed",
-    "kv_cache_usage",
-    "external_hit_rate",
-    "memory_bytes",
-    "host_available_bytes",
-    "gpu_memory_used_mib",
-)
-
-
-def soak_sample_columns(metrics: dict) -> dict:
-    """The column values of a window's metrics: a number as a float, anything else (missing,
-    None, a string, a boolean) as None; `crashed` only when it is true."""
-    columns = {name: _number_or_none(metrics.get(name)) for name in SOAK_SAMPLE_NUMBERS}
-    return {**columns, "crashed": metrics.get("crashed") is True}
-
-
-def _number_or_none(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-class SoakSample(models.Model):
-    """One window of a stability soak; `seq` is the agent's sequence number (dedupe key).
-    Build one with `SoakSample.of_window` so the page's columns match its metrics."""
-
-    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="soak_samples")
-    seq = models.PositiveIntegerField()
-    window_start = models.DateTimeField()
-    window_end = models.DateTimeField()
-    metrics = models.JSONField()
-    received_at = models.DateTimeField(default=timezone.now, editable=False)
-    crashed = models.BooleanField(default=False)
-    output_throughput = models.FloatField(null=True, blank=True)
-    ttft_p50_ms = models.FloatField(null=True, blank=True)
-    ttft_p99_ms = models.FloatField(null=True, blank=True)
-    completed = models.FloatField(null=True, blank=True)
-    failed = models.FloatField(null=True, blank=True)
-    kv_cache_usage = models.FloatField(null=True, blank=True)
-    external_hit_rate = models.FloatField(null=True, blank=True)
-    memory_bytes = models.FloatField(null=True, blank=True)
-    host_available_bytes = models.FloatField(null=True, blank=True)
-    gpu_memory_used_mib = models.FloatField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["run", "seq"]
-        constraints = [
-            models.UniqueConstraint(fields=["run", "seq"], name="one_sample_per_seq"),
-            models.CheckConstraint(
-                condition=models.Q(window_end__gte=models.F("window_start")),
-                name="window_ends_after_start",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.run} window {self.seq}"
-
-    @classmethod
-    def of_window(cls, *, metrics: dict, **fields) -> SoakSample:
-        """A window's row with its page columns taken from `metrics` (the only way the
-        writers build one, so the two never disagree)."""
-        return cls(metrics=metrics, **fields, **soak_sample_columns(metrics))

@@ -1,10 +1,12 @@
-"""A G4 soak's collector state: where its agent lives on the host, how far the collector has
+"""A G4 soak: its windows (SoakSample, one row per agent window) and its collector state: where its
+agent lives on the host, how far the collector has
 read, the deadline in force, the gaps and the provisional verdict. One row per G4 run, written
-only by gates.services.soak."""
+only by gates.services.soak.ticks."""
 
 from __future__ import annotations
 
 from django.db import models
+from django.utils import timezone
 
 
 class Soak(models.Model):
@@ -36,7 +38,7 @@ class Soak(models.Model):
     gaps = models.JSONField(default=list, blank=True)
     notes = models.JSONField(default=list, blank=True)
     provisional = models.JSONField(null=True, blank=True)
-    # The host's health over the soak so far (runners/soakhealth.py health_fold): the run's
+    # The host's health over the soak so far (runners/soak/fitness.py health_fold): the run's
     # start the XID rule counts from, ECC baselines, each distinct note with its windows.
     health = models.JSONField(default=dict, blank=True)
     compressed = models.BooleanField(default=False)
@@ -50,3 +52,75 @@ class Soak(models.Model):
 
     def __str__(self) -> str:
         return f"soak of {self.run}"
+
+
+# The window metrics the soak page draws, each also stored as a float column of the same name:
+# reading 26,000 rows' numbers out of their JSON costs the database ~0.5 s, reading columns
+# a tenth of that. `metrics` stays the record; the columns are copies written with it.
+SOAK_SAMPLE_NUMBERS = (
+    "output_throughput",
+    "ttft_p50_ms",
+    "ttft_p99_ms",
+    "completed",
+    "failed",
+    "kv_cache_usage",
+    "external_hit_rate",
+    "memory_bytes",
+    "host_available_bytes",
+    "gpu_memory_used_mib",
+)
+
+
+def soak_sample_columns(metrics: dict) -> dict:
+    """The column values of a window's metrics: a number as a float, anything else (missing,
+    None, a string, a boolean) as None; `crashed` only when it is true."""
+    columns = {name: _number_or_none(metrics.get(name)) for name in SOAK_SAMPLE_NUMBERS}
+    return {**columns, "crashed": metrics.get("crashed") is True}
+
+
+def _number_or_none(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+class SoakSample(models.Model):
+    """One window of a stability soak; `seq` is the agent's sequence number (dedupe key).
+    Build one with `SoakSample.of_window` so the page's columns match its metrics."""
+
+    run = models.ForeignKey("gates.Run", on_delete=models.PROTECT, related_name="soak_samples")
+    seq = models.PositiveIntegerField()
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    metrics = models.JSONField()
+    received_at = models.DateTimeField(default=timezone.now, editable=False)
+    crashed = models.BooleanField(default=False)
+    output_throughput = models.FloatField(null=True, blank=True)
+    ttft_p50_ms = models.FloatField(null=True, blank=True)
+    ttft_p99_ms = models.FloatField(null=True, blank=True)
+    completed = models.FloatField(null=True, blank=True)
+    failed = models.FloatField(null=True, blank=True)
+    kv_cache_usage = models.FloatField(null=True, blank=True)
+    external_hit_rate = models.FloatField(null=True, blank=True)
+    memory_bytes = models.FloatField(null=True, blank=True)
+    host_available_bytes = models.FloatField(null=True, blank=True)
+    gpu_memory_used_mib = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="one_sample_per_seq"),
+            models.CheckConstraint(
+                condition=models.Q(window_end__gte=models.F("window_start")),
+                name="window_ends_after_start",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} window {self.seq}"
+
+    @classmethod
+    def of_window(cls, *, metrics: dict, **fields) -> SoakSample:
+        """A window's row with its page columns taken from `metrics` (the only way the
+        writers build one, so the two never disagree)."""
+        return cls(metrics=metrics, **fields, **soak_sample_columns(metrics))

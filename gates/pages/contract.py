@@ -12,7 +12,7 @@ from gates.selectors import (
     gate_spec_proposed,
     spec_changes_from_force,
 )
-from gates.specdiff import FieldChange, show, spec_changes
+from gates.specs.diff import FieldChange, show, spec_changes
 from gates.tenancy import Viewer
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from gates.charts.timeline import GateSpan, timeline_figure
 from gates.models import Engagement, Gate, GateSpec, Run
-from gates.services.attempts import gate_attempts_allowed, gate_attempts_spent
+from gates.services.runs.attempts import gate_attempts_allowed, gate_attempts_spent
 
 RECENT_RUNS = 10
 ACTIVE = (Run.State.QUEUED, Run.State.RUNNING)

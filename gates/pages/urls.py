@@ -2,18 +2,12 @@
 
 from django.urls import path
 
-from gates.pages import (
-    alerts,
-    audit,
-    hosts,
-    inventory,
-    planner,
-    report,
-    runs,
-    soakview,
-    tokens,
-    views,
-)
+from gates.pages import alerts, audit, runs, tokens, views
+from gates.pages.hosts import inventory
+from gates.pages.hosts import page as hosts
+from gates.pages.planner import page as planner
+from gates.pages.report import page as report
+from gates.pages.soak import view as soakview
 
 app_name = "gates"
 

@@ -14,19 +14,20 @@ from django.views.decorators.http import require_GET, require_POST
 
 from gates import services
 from gates.errors import ServiceError
-from gates.health import service_health
+from gates.healthz import service_health
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
-from gates.pages import dashboards, runs, soakview
+from gates.pages import dashboards, runs
 from gates.pages.contract import gate_contract
 from gates.pages.engagement import engagement_overview
 from gates.pages.evidence import evidence_brief
-from gates.pages.inventory import engagement_inventory, run_can_amend_inventory
+from gates.pages.hosts.inventory import engagement_inventory, run_can_amend_inventory
 from gates.pages.overview import gate_label, gate_tone, next_action
+from gates.pages.soak import view as soakview
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import engagement_last_host_id, gate_clauses
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
-from runners.plans import has_program
+from runners.program.sequence import has_program
 
 
 @login_required
@@ -297,7 +298,7 @@ def _int(text: str | None) -> int | None:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """For load balancers and compose: 503 when a required dependency fails (gates/health.py);
+    """For load balancers and compose: 503 when a required dependency fails (gates/healthz.py);
     the worker and beat heartbeats, and which are stale, beside the checks."""
     report = service_health()
     if report["checks"]["database"]["ok"]:  # the heartbeats are rows: unreadable without it

@@ -189,7 +189,8 @@ def spec_workload(document: Mapping[str, Any]) -> SpecWorkload | None:
 
 
 def workload_distinct_prefixes(workload: Mapping[str, Any]) -> int | None:
-    """How many different prefixes must stay cached for reuse to hit (gates.specs rule)."""
+    """How many different prefixes must stay cached for reuse to hit (gates.specs.validation
+    rule)."""
     if not _is_count(workload.get("num_prompts")):
         return None
     try:

@@ -9,24 +9,27 @@ host_rotate_credentials leave the audit event to their callers.
 """
 
 from gates.errors import ServiceError
-from gates.services.alert_delivery import alert_claim_due, alert_deliver
-from gates.services.alert_settings import (
+from gates.services.alerts.delivery import alert_claim_due, alert_deliver
+from gates.services.alerts.escalation import (
+    alert_acknowledge,
+    alert_acknowledge_link,
+    alerts_escalate,
+)
+from gates.services.alerts.outbox import alert_enqueue, alert_recipients
+from gates.services.alerts.settings import (
     alert_preference_save,
     engagement_alert_settings_save,
     webhook_create,
 )
-from gates.services.alerts import alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
-from gates.services.cleanup import (
-    CleanupJob,
-    HostCleanupPendingError,
-    host_cleanup_claim,
-    host_cleanup_finish,
-    host_cleanup_pending,
-    host_cleanup_record,
-    host_cleanups_due,
+from gates.services.contract.inventory import (
+    accepted_inventory,
+    inventory_amendment_pending,
+    inventory_amendment_propose,
+    inventory_amendment_sign,
 )
-from gates.services.contract import (
+from gates.services.contract.signing_keys import party_key_register, ssh_signature_check
+from gates.services.contract.specs import (
     SpecChange,
     gate_spec_propose,
     gate_spec_sign,
@@ -35,16 +38,13 @@ from gates.services.contract import (
     stop_loss_reset_sign,
 )
 from gates.services.engagements import engagement_create, engagement_stop, gate_waive
-from gates.services.escalation import alert_acknowledge, alert_acknowledge_link, alerts_escalate
-from gates.services.evaluation import run_decision_context, run_evaluate
-from gates.services.execution import run_execution
-from gates.services.health import (
+from gates.services.heartbeats import (
     heartbeat_checks,
     heartbeat_record,
     heartbeat_report,
     silence_alert_send,
 )
-from gates.services.hosts import (
+from gates.services.hosts.access import (
     host_create,
     host_credential,
     host_key_fingerprint,
@@ -54,22 +54,19 @@ from gates.services.hosts import (
     host_target,
     host_update,
 )
-from gates.services.inventory import (
-    accepted_inventory,
-    inventory_amendment_pending,
-    inventory_amendment_propose,
-    inventory_amendment_sign,
+from gates.services.hosts.cleanup import (
+    CleanupJob,
+    HostCleanupPendingError,
+    host_cleanup_claim,
+    host_cleanup_finish,
+    host_cleanup_pending,
+    host_cleanup_record,
+    host_cleanups_due,
 )
-from gates.services.onboarding import host_connection_check, host_scan
+from gates.services.hosts.onboarding import host_connection_check, host_scan
 from gates.services.planning import engagement_kv_plan_save
-from gates.services.recording import (
-    ClaimLostError,
-    Evaluation,
-    PoisonStepError,
-    RunSession,
-    run_remote_dirs,
-)
-from gates.services.runs import (
+from gates.services.runs.evaluation import run_decision_context, run_evaluate
+from gates.services.runs.lifecycle import (
     GateNotRunnableError,
     decision_record,
     host_lease_acquire,
@@ -84,8 +81,17 @@ from gates.services.runs import (
     runs_stale,
     runs_to_redispatch,
 )
-from gates.services.signing_keys import party_key_register, ssh_signature_check
-from gates.services.soak import (
+from gates.services.runs.recording import (
+    ClaimLostError,
+    Evaluation,
+    PoisonStepError,
+    RunSession,
+    run_remote_dirs,
+)
+from gates.services.runs.uploads import run_upload_decide, run_upload_record
+from gates.services.runs.workorder import run_execution
+from gates.services.soak.control import soak_extend, soak_stop
+from gates.services.soak.ticks import (
     SoakTick,
     soak_tick_claim,
     soak_tick_record,
@@ -93,9 +99,7 @@ from gates.services.soak import (
     soak_tick_unreachable,
     soaks_due,
 )
-from gates.services.soakcontrol import soak_extend, soak_stop
 from gates.services.tokens import api_token_create, api_token_revoke
-from gates.services.uploads import run_upload_decide, run_upload_record
 
 __all__ = [
     "Actor",

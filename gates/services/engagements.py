@@ -7,12 +7,12 @@ from datetime import date
 
 from django.db import transaction
 
-from gates import specs
 from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
 from gates.models import Decision, Engagement, Gate, GateSpec, Organization
-from gates.services.alert_events import alert_review_decision
+from gates.services.alerts.events import alert_review_decision
 from gates.services.audit import Actor, audit_record
-from gates.services.readouts import gate_readout_refresh
+from gates.services.runs.readouts import gate_readout_refresh
+from gates.specs import validation as specs
 from gates.tenancy import Viewer
 
 MIN_JUSTIFICATION_CHARS = 20

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from gates.errors import ServiceError
 from gates.models import IdempotencyKey
-from gates.services.hosts import keyring
+from gates.services.hosts.access import keyring
 
 KEEP_FOR = timedelta(hours=24)
 HEADER = "Idempotency-Key"

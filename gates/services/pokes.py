@@ -1,7 +1,7 @@
 """Pokes: the broker messages services send to the Celery tasks, by task name, after commit.
 
 The database is the source of truth and a poke only says "look at row N", so services never
-import runners.tasks (no import cycle): a task is named here as the beat schedule names it.
+import worker.tasks (no import cycle): a task is named here as the beat schedule names it.
 """
 
 from __future__ import annotations

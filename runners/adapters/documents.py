@@ -9,7 +9,7 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from runners.adapters import json_limits
+from runners import jsonlimits as json_limits
 from runners.adapters.errors import FormatProblem, excerpt
 
 

@@ -22,10 +22,10 @@ from playwright.sync_api import BrowserContext, Page
 from gates import services
 from gates.models import Gate, Run
 from gates.services import pokes
-from runners import tasks
 from tests.conftest import make_host
 from tests.contract import sign_as_both
 from tests.simhosts import g3_spec, local_simhost
+from worker import tasks
 
 pytestmark = pytest.mark.slow
 

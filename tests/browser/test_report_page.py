@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from gates.pages.report import report_digest
+from gates.pages.report.page import report_digest
 from tests.browser.test_gate_dashboard import drawn, open_page
 from tests.gates.pages.test_dashboards import record_g3_decision
 

@@ -18,12 +18,12 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from config.celery import app
-from gates.api import throttling
+from gates.api.rest import throttling
 from gates.models import Run
-from runners import tasks
 from tests.conftest import make_host
 from tests.gates.test_tenancy import token_client
 from tests.sshd import wait_for
+from worker import tasks
 
 
 class RedisServer:
@@ -115,7 +115,7 @@ def test_api_reads_answer_200_while_redis_is_down_with_limits_kept_per_process(
 ):
     assert vendor_api.get(reverse("api:engagement-list")).status_code == 200
     own_redis.stop()
-    with caplog.at_level(logging.WARNING, logger="gates.api.throttling"):
+    with caplog.at_level(logging.WARNING, logger="gates.api.rest.throttling"):
         for _ in range(3):
             assert vendor_api.get(reverse("api:engagement-list")).status_code == 200
     warnings = [r for r in caplog.records if "rate limits are per process" in r.message]

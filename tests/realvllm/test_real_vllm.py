@@ -2,7 +2,7 @@
 on this machine registered as a host behind a loopback sshd (`make test-vllm`).
 
 G1 goes through the services and tasks as in production. G2's and G3's programs run step by
-step through runners.steps with the profile's own commands, and their evidence through the
+step through runners.program.perform with the profile's own commands, and their evidence through the
 decision engine; the offload arm cannot run on a CPU (vLLM: native offload is "only supported on
 CUDA-alike and XPU GPUs"), so its sessions are left out, said so, and its clauses not evaluated.
 """
@@ -21,13 +21,13 @@ from gates.decisions import decide_g2, decide_g3
 from gates.models import Host, Profile
 from gates.services import pokes
 from gates.signals import builtin_profile_documents
-from runners import tasks
-from runners.plans import plan_g3_repetitions
+from runners.program.perform import StepContext, perform, wait_for_exit
+from runners.program.sequence import plan_g3_repetitions
 from runners.results import Artifact
-from runners.steps import StepContext, perform, wait_for_exit
 from runners.transport import open_transport
 from runners.workloads import spec_context_tokens
 from tests.simhosts import free_port
+from worker import tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 VLLM = next(d for d in builtin_profile_documents() if d["name"] == "vllm")

@@ -9,18 +9,19 @@ from datetime import datetime
 
 import pytest
 
-from gates import services, specs
+from gates import services
+from gates.specs import validation as specs
 from runners.contract import host_unfit, xid_faults
 from runners.errors import InfrastructureError
 from runners.hostcheck import contract_step
 from runners.stepcontext import StepContext
 from runners.transport.types import CommandResult
-from simhost.hostconfig import host_config_from_dict
-from simhost.kernellog import render_kernel_log
-from simhost.smi import GpuLive, render
+from simhost.host.config import host_config_from_dict
+from simhost.host.kernellog import render_kernel_log
+from simhost.host.smi import GpuLive, render
 from tests.runners.adapters.golden import FIXTURES
+from tests.runners.program.test_gate_programs import drive, pass_gate, start, tasks_run_here  # noqa: F401
 from tests.runners.test_contract_check import change_host, servers_started
-from tests.runners.test_gate_programs import drive, pass_gate, start, tasks_run_here  # noqa: F401
 from tests.simhosts import g3_spec, ssh_simhost
 
 RAS_LINE = "2 new uncorrectable hardware errors detected in umc block"

@@ -22,7 +22,7 @@ from runners.errors import ContractError, InfrastructureError
 from runners.hostcheck import xid_check
 from runners.stepcontext import StepContext
 from runners.transport.types import CommandResult
-from tests.runners.test_gate_programs import drive, pass_gate, start, tasks_run_here  # noqa: F401
+from tests.runners.program.test_gate_programs import drive, pass_gate, start, tasks_run_here  # noqa: F401
 from tests.simhosts import g1_spec, g3_spec, local_simhost, ssh_simhost
 
 FACTS = {

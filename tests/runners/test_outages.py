@@ -18,11 +18,11 @@ import pytest
 from gates import services
 from gates.models import Host, Measurement, Run, RunStep
 from gates.services import pokes
-from runners import tasks
 from runners.transport import LocalTransport
-from tests.runners.test_gate_programs import drive, host_processes_gone, pass_gate, start
+from tests.runners.program.test_gate_programs import drive, host_processes_gone, pass_gate, start
 from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
 from tests.sshd import wait_for
+from worker import tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 OUTAGE_S = 4.0

@@ -9,10 +9,10 @@ import pytest
 
 from gates import services
 from gates.models import Host, Run
-from runners import tasks
 from runners.errors import SpecError
-from runners.execution import RunPlan
+from runners.program.workorder import RunPlan
 from tests.simhosts import local_simhost, ssh_simhost
+from worker import tasks
 
 TRAVERSAL = "/tmp/tollgate-paths/a/../../elsewhere"  # never created: the point
 HOSTILE_RUN_ROOTS = [

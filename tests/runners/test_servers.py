@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from runners.errors import InfrastructureError
-from runners.servers import Listener, require_answered_by, require_port_free
-from runners.steps import StepContext, perform
+from runners.program.perform import StepContext, perform
+from runners.server.port import Listener, require_answered_by, require_port_free
 from runners.transport import DetachedStatus, LocalTransport
 from tests.simhosts import free_port
 from tests.sshd import wait_for

@@ -12,7 +12,7 @@ import pytest
 
 from gates.signals import builtin_profile_documents
 from runners.errors import SpecError
-from runners.steps import HOSTCTL, StepContext, perform, remote_dir
+from runners.program.perform import HOSTCTL, StepContext, perform, remote_dir
 from runners.transport import LocalTransport
 from runners.workloads import (
     CONTEXT_SLACK_TOKENS,

@@ -12,7 +12,7 @@ import pytest
 from gates import services
 from gates.models import Host, Measurement, Run
 from tests.celeryproc import CeleryProcess, purge_broker, wait_or_show
-from tests.runners.test_gate_programs import host_processes_gone, pass_gate, start
+from tests.runners.program.test_gate_programs import host_processes_gone, pass_gate, start
 from tests.simhosts import g3_spec, ssh_simhost
 from tests.sshd import wait_for
 

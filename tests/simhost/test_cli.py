@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simhost.statefile import ServerState, write_state
+from simhost.host.statefile import ServerState, write_state
 from tests.simhost.conftest import REPO, run_simhost
 
 PYTHON39 = Path("/root/.pyenv/versions/3.9.18/bin/python")

@@ -5,12 +5,12 @@ from dataclasses import replace
 import pytest
 
 from simhost.datasets import DatasetSpec, SampleRequest, build_workload
-from simhost.engine import Engine, EngineConfig
-from simhost.hostconfig import resolve_host_config
-from simhost.modelpresets import LARGE_480B_TP8, SMALL_1B
+from simhost.engine.batching import Engine, EngineConfig
+from simhost.engine.presets import LARGE_480B_TP8, SMALL_1B
+from simhost.engine.simulate import run_phase, simulate
+from simhost.host.config import resolve_host_config
 from simhost.scenarios import SCENARIOS
-from simhost.simulate import run_phase, simulate
-from simhost.simulation_report import run_arm
+from simhost.simulation import run_arm
 from simhost.textgen import join_words, vocab
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simhost.kvcache import CpuTier, GpuBlockPool, blocks_for
+from simhost.engine.kvcache import CpuTier, GpuBlockPool, blocks_for
 
 
 def test_it_evicts_the_least_recently_freed_cached_block_first():

@@ -25,7 +25,7 @@ from gates import services
 from gates.demo.walk import DemoStep, walk_demo
 from gates.demo.world import build_demo_world
 from gates.models import Run
-from runners.driver import stop_all
+from runners.program.driver import stop_all
 from runners.transport import LocalTransport
 
 WEB_ADDRESS = "127.0.0.1:8000"

@@ -14,7 +14,7 @@ from gates import services
 from gates.alerts.links import SALT, ack_token
 from gates.alerts.mail import message_id
 from gates.models import Alert, AlertSettings, AuditEvent
-from runners import tasks
+from worker import tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -15,10 +15,10 @@ from django.utils import timezone
 from gates import services
 from gates.alerts.mail import message_id
 from gates.models import Alert, AlertPreference, AlertSettings, Membership
-from runners import tasks
 from tests.celeryproc import ROOT, process_environment
 from tests.gates.alerts.conftest import Inbox, fail_gate, free_port, text_and_html
 from tests.sshd import wait_for
+from worker import tasks
 
 pytestmark = pytest.mark.django_db
 

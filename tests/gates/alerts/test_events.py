@@ -10,10 +10,10 @@ from gates import services
 from gates.alerts import events
 from gates.models import Alert, HostCleanup
 from gates.services import pokes
-from runners import tasks
 from tests.gates.alerts.conftest import fail_gate
 from tests.simhosts import ssh_simhost
 from tests.sshd import loopback_sshd
+from worker import tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,8 @@ from gates import services
 from gates.alerts import webhooks
 from gates.errors import ServiceError
 from gates.models import Alert
-from runners import tasks
 from tests.gates.alerts.conftest import fail_gate
+from worker import tasks
 
 pytestmark = pytest.mark.django_db
 

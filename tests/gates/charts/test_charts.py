@@ -18,7 +18,7 @@ from gates.charts import g3 as charts
 from gates.charts import style
 from gates.decisions import decide_g2, decide_g3
 
-TEMPLATES = Path(__file__).resolve().parents[3] / "gates" / "spec_templates"
+TEMPLATES = Path(__file__).resolve().parents[3] / "gates" / "specs" / "templates"
 ARM_SERVER = {
     "baseline": {"prefix_caching": True, "offload_enabled": False},
     "offload": {"prefix_caching": True, "offload_enabled": True},

@@ -1,5 +1,5 @@
 """Clause reading: a valid G3 spec's clauses as dataclasses with their bounds. Bad clauses are
-the validator's (tests/gates/test_specs.py); here anything it accepts reads cleanly."""
+the validator's (tests/gates/specs/test_specs.py); here anything it accepts reads cleanly."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from gates.decisions import KNOWN_METRICS, parse_clauses
 from gates.decisions.clauses import Clause, parse_g3_spec
-from gates.specs import validate_spec
+from gates.specs.validation import validate_spec
 from tests.gates.decisions.test_g3 import g3_spec
 
-TEMPLATE = Path(__file__).resolve().parents[3] / "gates" / "spec_templates" / "G3.json"
+TEMPLATE = Path(__file__).resolve().parents[3] / "gates" / "specs" / "templates" / "G3.json"
 
 
 def test_the_design_template_parses_into_clauses_with_bounds():

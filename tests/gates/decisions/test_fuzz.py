@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gates.decisions import VERDICTS, EvidenceError, decide_g3, decide_gate, parse_clauses
-from gates.specs import validate_spec
+from gates.specs.validation import validate_spec
 from tests.gates.decisions.test_clauses import near_valid_clauses
 from tests.gates.decisions.test_g3 import g3_spec, measurement, paired
 

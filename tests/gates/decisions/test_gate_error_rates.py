@@ -15,9 +15,15 @@ import pytest
 
 from gates.decisions import decide_g3
 from gates.decisions.clauses import parse_g3_spec
-from gates.decisions.inference import FAIL, PASS, SequentialPlan, clause_margins, decide_cells
-from gates.decisions.operating import operating_characteristic, sd_from_cv
-from gates.specs import default_spec
+from gates.decisions.statistics.inference import (
+    FAIL,
+    PASS,
+    SequentialPlan,
+    clause_margins,
+    decide_cells,
+)
+from gates.decisions.statistics.operating import operating_characteristic, sd_from_cv
+from gates.specs.validation import default_spec
 from tests.gates.decisions.test_g3 import CONTEXT, g3_spec, paired
 
 GATES = 12000

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from gates.decisions.boundaries import critical_values
 from gates.decisions.g3 import decide_g3
-from gates.decisions.inference import FAIL, PASS, SequentialPlan, decide_cells
-from gates.decisions.pooling import pooled_variance, pooling_supported
+from gates.decisions.statistics.boundaries import critical_values
+from gates.decisions.statistics.inference import FAIL, PASS, SequentialPlan, decide_cells
+from gates.decisions.statistics.pooling import pooled_variance, pooling_supported
 from tests.gates.decisions.test_g3 import CONTEXT, g3_spec, paired, valid
 
 DRAWS = 4000

@@ -15,7 +15,7 @@ from scipy import stats
 
 from gates.decisions import decide_g3
 from gates.decisions.clauses import parse_g3_spec
-from gates.decisions.inference import (
+from gates.decisions.statistics.inference import (
     FAIL,
     PASS,
     SequentialPlan,

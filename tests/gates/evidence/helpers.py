@@ -10,7 +10,13 @@ from django.urls import reverse
 
 from gates.evidence import keys, layout, statement
 from gates.models import Decision, EvidenceKey
-from tests.gates.test_uploads import g1_upload, g3_upload_gate, send, upload_cell, upload_run
+from tests.gates.services.test_uploads import (
+    g1_upload,
+    g3_upload_gate,
+    send,
+    upload_cell,
+    upload_run,
+)
 
 
 def g1_upload_decision(api, actor, engagement) -> Decision:

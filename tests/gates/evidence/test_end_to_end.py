@@ -15,10 +15,10 @@ from gates.evidence.verify import verify_bundle
 from gates.models import EvidenceKey, Host
 from tests.gates.evidence.helpers import edited_json, resealed
 from tests.gates.evidence.test_bundles import problems_of
-from tests.gates.test_inventory_amendment import as_user, propose, updated_driver  # noqa: F401
+from tests.gates.services.test_inventory_amendment import as_user, propose, updated_driver  # noqa: F401
 from tests.gates.test_sshsig import keygen, needs_ssh_keygen, ssh_sign
 from tests.runners.conftest import own_sshd  # noqa: F401 (fixture)
-from tests.runners.test_gate_programs import drive, start, tasks_run_here  # noqa: F401
+from tests.runners.program.test_gate_programs import drive, start, tasks_run_here  # noqa: F401
 from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]

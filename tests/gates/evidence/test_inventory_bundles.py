@@ -16,8 +16,8 @@ from gates import services
 from gates.evidence import bundle_for_decision, layout, store
 from gates.evidence.verify import verify_bundle
 from gates.models import EvidenceKey, InventoryAmendment
-from gates.services.inventory import amendment_digest
-from gates.specs import inventory_digest
+from gates.services.contract.inventory import amendment_digest
+from gates.specs.validation import inventory_digest
 from gates.tenancy import viewer_for_user
 from tests.gates.evidence.helpers import (
     edited_json,
@@ -27,8 +27,8 @@ from tests.gates.evidence.helpers import (
 )
 from tests.gates.evidence.test_bundles import problems_of, server_key
 from tests.gates.evidence.test_verifier_cli import isolated
+from tests.gates.services.test_uploads import g3_upload_gate, pass_gate, upload_cell, upload_run
 from tests.gates.test_sshsig import keygen, needs_ssh_keygen, ssh_sign
-from tests.gates.test_uploads import g3_upload_gate, pass_gate, upload_cell, upload_run
 
 pytestmark = [pytest.mark.django_db, needs_ssh_keygen]
 AMENDMENTS = layout.INVENTORY_AMENDMENTS
@@ -299,7 +299,7 @@ def test_the_standalone_verifier_checks_the_amendment_without_django(amended, tm
 
 
 def host_check_invalid(actor, vendor_viewer, engagement, host, accepted: str):
-    """A G3 run the host check ended invalid (what runners.tasks records on a ContractError)."""
+    """A G3 run the host check ended invalid (what worker.tasks records on a ContractError)."""
     gate = g3_upload_gate(actor, vendor_viewer, engagement, host, passed=())
     run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
     services.run_claim(run_id=run.pk)

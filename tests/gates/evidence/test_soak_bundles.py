@@ -11,11 +11,11 @@ import pytest
 from gates.evidence import bundle_for_decision, layout, statement
 from gates.evidence.verify import verify_bundle
 from gates.models import EvidenceKey
-from runners import soak as collector
+from runners.soak import collector
 from tests.gates.evidence.helpers import edited_json, resealed
 from tests.gates.evidence.test_verifier_cli import isolated
 from tests.runners.conftest import own_sshd  # noqa: F401 (fixture)
-from tests.runners.test_soak import (  # noqa: F401 (tasks_run_here: an autouse fixture)
+from tests.runners.soak.test_soak import (  # noqa: F401 (tasks_run_here: an autouse fixture)
     LOOSE_DRIFT,
     assert_every_seq_once,
     begin,

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from gates import specs
 from gates.decisions import decide_gate
 from gates.evidence.soak_recompute import recompute_soak
-from runners import soak as collector
-from runners import soakhealth
-from tests.runners.test_soak_health import smi
-from tests.runners.test_soak_health_amd import amd_files
+from gates.specs import validation as specs
+from runners.soak import collector
+from runners.soak import fitness as soakhealth
+from tests.runners.soak.test_soak_health import smi
+from tests.runners.soak.test_soak_health_amd import amd_files
 
 WHERE = "runs/attempt-1/soak-windows.json"
 STARTED = 1_800_000_000.0

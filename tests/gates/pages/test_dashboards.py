@@ -13,7 +13,7 @@ from gates import services
 from gates.decisions import decide_g1, decide_g2, decide_g3
 from gates.models import Decision, Gate, Run
 from gates.pages.dashboards import chart_metrics, gate_dashboard, run_panels
-from runners.steps import StepProgress
+from runners.program.perform import StepProgress
 from tests.contract import sign_as_both
 from tests.gates.charts.test_charts import (
     CONTEXT,

@@ -165,7 +165,7 @@ def test_registering_without_a_scan_pins_nothing(engineer):
 
 def fake_scan(engineer, customer_org, monkeypatch, fingerprint="SHA256:scanned"):
     monkeypatch.setattr(
-        "gates.services.onboarding.scan_host_key", lambda *a, **k: (HOST_KEY, fingerprint)
+        "gates.services.hosts.onboarding.scan_host_key", lambda *a, **k: (HOST_KEY, fingerprint)
     )
     assert scan(engineer, customer_org, "10.0.0.9", 22).status_code == 200
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 from gates import services
 from gates.decisions import decide_g1, decide_g2, decide_g4
 from gates.evidence import bundle_for_decision, envelope_digest, layout
-from gates.pages.report import report_digest
-from gates.pages.report_tables import clause_table, inventory_table
+from gates.pages.report.page import report_digest
+from gates.pages.report.tables import clause_table, inventory_table
 from tests.gates.charts.test_charts import template
 from tests.gates.decisions.test_g4 import g4_spec, soak
 from tests.gates.pages.test_dashboards import (

@@ -14,8 +14,8 @@ from django.conf import settings
 from django.urls import reverse
 
 from gates.decisions import decide_g1
-from gates.pages import static_charts
-from gates.pages.report import report_digest
+from gates.pages.report import svg as static_charts
+from gates.pages.report.page import report_digest
 from tests.gates.pages.test_dashboards import G1_FACTS, decide_uploaded, record_g3_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

@@ -16,10 +16,11 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.urls import reverse
 
-from gates import services, specs
+from gates import services
 from gates.charts import g4
 from gates.models import Run, Soak, SoakSample
-from gates.pages import soakcolumns
+from gates.pages.soak import columns as soakcolumns
+from gates.specs import validation as specs
 
 pytestmark = pytest.mark.django_db
 T0 = 1.8e9

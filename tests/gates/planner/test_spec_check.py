@@ -25,7 +25,7 @@ from gates.planner.spec_check import (
 )
 
 G3_TEMPLATE = json.loads(
-    (Path(__file__).resolve().parents[3] / "gates" / "spec_templates" / "G3.json").read_text()
+    (Path(__file__).resolve().parents[3] / "gates" / "specs" / "templates" / "G3.json").read_text()
 )
 # Llama 3.1 70B, bf16, TP 8 on 8 x 80 GiB: 40,960 KV bytes per token per GPU and
 # 80 GiB x 0.9 - 141,107,412,992 / 8 = 59,670,984,704 bytes of KV capacity per GPU.

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from runners.adapters.amd_health import parse_amd_health, parse_amd_processes
 from runners.adapters.errors import FormatProblem
-from simhost.hostconfig import host_config_from_dict
-from simhost.smi import GpuLive, render
+from simhost.host.config import host_config_from_dict
+from simhost.host.smi import GpuLive, render
 from tests.runners.adapters.golden import FIXTURES
 from tests.runners.adapters.test_properties import JSON_VALUES
 

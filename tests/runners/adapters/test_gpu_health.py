@@ -10,8 +10,8 @@ import pytest
 from runners.adapters.errors import FormatProblem
 from runners.adapters.gpu_health import parse_gpu_health_xml
 from simhost import cli
-from simhost.hostconfig import HostConfigError, host_config_from_dict
-from simhost.smi import GpuLive, render
+from simhost.host.config import HostConfigError, host_config_from_dict
+from simhost.host.smi import GpuLive, render
 from tests.runners.adapters.golden import FIXTURES
 
 NVIDIA = FIXTURES / "nvidia-smi"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runners.adapters import json_limits
-from runners.adapters.json_limits import JsonLimitError
+from runners import jsonlimits as json_limits
+from runners.jsonlimits import JsonLimitError
 
 
 def nested(depth: int, key: str | None = None) -> str:

@@ -1,0 +1,1 @@
+"""The KV headroom planner page and its form."""

@@ -1,0 +1,3 @@
+"""The gate report: the page, its PDF (WeasyPrint), its charts as SVG (Kaleido) and its
+pure clause and inventory tables.
+"""

@@ -1,0 +1,92 @@
+"""The dead-man switch: heartbeats of the worker and the beat, their staleness checks (what
+/healthz and `manage.py healthcheck` report), and the "Tollgate has gone silent" alert the
+healthcheck sends itself, from cron, when the beat that would deliver it is the one that died."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
+from django.utils import timezone
+
+from gates.alerts.events import silence_key
+from gates.models import Alert, ServiceHeartbeat
+from gates.services.alerts.delivery import alert_deliver
+from gates.services.alerts.outbox import alert_enqueue
+
+
+@dataclass(frozen=True)
+class HeartbeatCheck:
+    name: str
+    age_s: float | None
+    limit_s: int
+    last_at: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.age_s is not None and self.age_s <= self.limit_s
+
+
+def heartbeat_limits() -> dict[str, int]:
+    return {
+        "worker": settings.TOLLGATE_WORKER_STALE_S,
+        "beat": settings.TOLLGATE_BEAT_STALE_S,
+    }
+
+
+def heartbeat_record(*, name: str) -> None:
+    ServiceHeartbeat.objects.update_or_create(name=name, defaults={"at": timezone.now()})
+
+
+def heartbeat_checks() -> list[HeartbeatCheck]:
+    now = timezone.now()
+    seen = dict(ServiceHeartbeat.objects.values_list("name", "at"))
+    checks = []
+    for name, limit in heartbeat_limits().items():
+        at = seen.get(name)
+        age = round((now - at).total_seconds(), 1) if at else None
+        checks.append(HeartbeatCheck(name, age, limit, at.isoformat() if at else None))
+    return checks
+
+
+def heartbeat_report() -> dict:
+    """The JSON /healthz and the healthcheck command print: each heartbeat, and what is stale."""
+    checks = heartbeat_checks()
+    return {
+        "heartbeats": {c.name: {**asdict(c), "ok": c.ok} for c in checks},
+        "stale": [c.name for c in checks if not c.ok],
+    }
+
+
+def silence_alert_send(*, stale: list[str]) -> Alert | None:
+    """Alert on-call that Tollgate went silent, once per silence, and send it right here:
+    the worker and the beat that would deliver it may be the very things that died."""
+    if not stale:
+        return None
+    seen = ServiceHeartbeat.objects.filter(name__in=stale).order_by("-at").first()
+    since = int(seen.at.timestamp()) if seen else 0
+    alert = alert_enqueue(
+        event="orchestrator_silent",
+        key=silence_key(tuple(stale), since),
+        engagement=None,
+        subject=f"[Tollgate] Tollgate has gone silent: {', '.join(sorted(stale))} stale",
+        body=_silence_message(stale),
+    )
+    if alert is not None and alert.delivered_at is None:
+        alert_deliver(alert_id=alert.pk)
+        alert.refresh_from_db()
+    return alert
+
+
+def _silence_message(stale: list[str]) -> str:
+    lines = ["Tollgate has gone silent.", ""]
+    for check in heartbeat_checks():
+        if check.name in stale:
+            age = "never" if check.age_s is None else f"{check.age_s:.0f} s ago"
+            lines.append(f"- {check.name}: last heartbeat {age} (limit {check.limit_s} s)")
+    lines += [
+        "",
+        "Runs are not advanced, alerts are not delivered and stale runs are not reaped until "
+        "it is back. Restart the stale services; see docs/alerts.md.",
+    ]
+    return "\n".join(lines)

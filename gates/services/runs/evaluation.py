@@ -1,0 +1,96 @@
+"""Turning what a run recorded into a verdict: the facts, observations and measurements the
+decision engine reads, gathered from the run's steps, the facts it needs beyond them (the KV
+planner's), and the decision it records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gates.decisions import decide_gate, gathering
+from gates.models import Run
+from gates.planner.spec_check import spec_workload_exceeds_vram
+from gates.selectors import spec_operating_characteristic
+from gates.services.runs.attempts import g3_decision_context
+from gates.services.runs.lifecycle import GateNotRunnableError, decision_record
+
+
+@dataclass
+class Evaluation:
+    """The engine's answer: a decision was recorded, or `more` repetitions from `first`."""
+
+    decided: bool
+    verdict: str | None = None
+    more: int = 0
+    first: int = 0
+
+
+def run_evaluate(run: Run) -> Evaluation:
+    """Ask the decision engine; record its decision, or say how many repetitions more."""
+    spec = run.spec.document
+    gather = EVIDENCE.get(spec["gate"])
+    if gather is None:
+        raise GateNotRunnableError(f"no evidence is gathered for {spec['gate']} runs", field="gate")
+    result = decide_gate(spec, gather(run), run_decision_context(run))
+    plan = result.get("plan", {})
+    if plan.get("action") == "run" and plan.get("more", 0) > 0:
+        seen = max(result["inputs"]["repetitions_seen"], default=0)
+        return Evaluation(decided=False, more=plan["more"], first=seen + 1)
+    if spec["gate"] == "G3":
+        # Into the evidence: what this spec could decide at the noise known when it decided.
+        result = {
+            **result,
+            "operating_characteristic": spec_operating_characteristic(run.spec, run.gate),
+        }
+    decision = decision_record(run_id=run.pk, result=result)
+    return Evaluation(decided=True, verdict=decision.verdict if decision else None)
+
+
+def run_decision_context(run: Run) -> dict:
+    """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
+    exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
+    context = {"kv_exceeds_vram": exceeds}
+    if run.spec.document["gate"] == "G3":
+        context.update(g3_decision_context(run.gate))
+    return context
+
+
+def run_steps(run: Run) -> list[dict]:
+    """The run's step details in step order: what the engines' gathering reads."""
+    return list(run.steps.order_by("position").values_list("detail", flat=True))
+
+
+def run_measurements(run: Run) -> list[dict]:
+    """The run's normalized measurements with the digest of each one's raw result file."""
+    return [
+        {
+            "arm": m.arm,
+            "tier": m.tier,
+            "repetition": m.repetition,
+            "metrics": m.metrics,
+            "server": m.server,
+            "raw_sha256": m.artifact.sha256 if m.artifact else None,
+        }
+        for m in run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
+    ]
+
+
+def run_g3_measurements(run: Run) -> list[dict]:
+    return gathering.gather_g3(run_measurements(run))
+
+
+def run_g1_facts(run: Run) -> dict:
+    """Every probe's facts, the first observed value of each winning."""
+    return gathering.gather_g1(run_steps(run))
+
+
+def run_g2_observed(run: Run) -> dict:
+    return gathering.gather_g2(run.spec.document, run_steps(run), run_measurements(run))
+
+
+# What each engine reads, per gate kind; G4's soak windows come with its program.
+EVIDENCE: dict[str, Callable[[Run], object]] = {
+    "G1": run_g1_facts,
+    "G2": run_g2_observed,
+    "G3": run_g3_measurements,
+}

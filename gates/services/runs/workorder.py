@@ -1,0 +1,45 @@
+"""What a worker needs to drive a run, as a typed runners.program.workorder.RunPlan: how to reach
+the
+host, the profile's commands, and the values its templates are filled with."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from gates.models import Host, Run
+from gates.services.contract.inventory import accepted_inventory
+from gates.services.hosts.access import host_retry_window, host_target, run_values
+from runners.program.workorder import RunPlan
+from runners.workloads import spec_context_tokens
+
+DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
+
+
+def run_execution(run: Run) -> RunPlan:
+    """Everything runners.program.driver needs for this run, without model instances. Every value is
+    checked on the way (RunPlan refuses a bad one, naming it), before anything reaches the host."""
+    host = run.host
+    profile = host.profile
+    spec = run.spec.document
+    values = run_values(host, spec, model_name=run.gate.engagement.model_name)
+    equivalence = spec.get("equivalence", {})
+    local = host.transport == Host.Transport.LOCAL
+    return RunPlan(
+        host_name=host.name,
+        target=None if local else host_target(host),
+        commands=profile.commands,
+        values=values,
+        run_dir=f"{values.get('run_root', DEFAULT_RUN_ROOT)}/run-{run.pk}-{run.key.hex[:12]}",
+        token=f"run-{run.key.hex}",
+        probe_names=list(profile.commands.get("probes", {})),
+        prompts=equivalence.get("prompts", []),
+        max_tokens=equivalence.get("max_tokens", 64),
+        context_tokens=spec_context_tokens(spec),
+        serve_timeout_s=spec.get("health", {}).get("timeout_s", settings.TOLLGATE_SERVE_TIMEOUT_S),
+        retry_window_s=host_retry_window(host),
+        keep_run_dir=host.parameters.get("keep_run_dir", False),
+        accepted_inventory=None
+        if run.gate.kind == "G1"
+        else accepted_inventory(run.gate.engagement),
+        window_start=(run.started_at or run.created_at).timestamp(),
+    )

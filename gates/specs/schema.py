@@ -1,0 +1,242 @@
+"""The gate specs' vocabulary (gate kinds, datasets, arm kinds, change kinds, metric names)
+and the JSON schema of each gate kind. Pure; gates/specs/validation.py validates against these and
+is
+the module callers use (it re-exports the vocabulary).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gates.specs import statistics as spec_statistics
+from runners.workloads import DATASET_FIELDS
+
+GATE_KINDS = ("G1", "G2", "G3", "G4")
+DATASETS = ["random", "prefix_repetition", "cold_recovery", "sharegpt"]
+ARM_KINDS = ("resident", "offload", "recompute")
+CHANGE_KINDS = ("reduction", "gain", "ratio")
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+
+# A metric a spec may name -> (key in a normalized run's metrics, percentile key or None,
+# which way is better).
+_LATENCY_STATS = {"p50": "median", "p90": "p90", "p99": "p99", "mean": "mean"}
+METRICS: dict[str, tuple[str, str | None, str]] = {
+    f"{family}_{stat}": (f"{family}_ms", key, "lower")
+    for family in ("ttft", "tpot", "itl", "e2el")
+    for stat, key in _LATENCY_STATS.items()
+}
+METRICS.update(
+    {
+        name: (name, None, "higher")
+        for name in ("output_throughput", "request_throughput", "total_token_throughput")
+    }
+)
+KNOWN_METRICS = frozenset(METRICS)
+
+
+def _integer(low: int, high: int) -> dict:
+    return {"type": "integer", "minimum": low, "maximum": high}
+
+
+def _number(low: float, high: float) -> dict:
+    return {"type": "number", "minimum": low, "maximum": high}
+
+
+def _obj(properties: dict, required: list[str] | None = None) -> dict:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required if required is not None else list(properties),
+        "additionalProperties": False,
+    }
+
+
+NULLABLE_NUMBER = {"type": ["number", "null"], "minimum": 0, "maximum": 1e9}
+VERSION_TEXT = {"type": ["string", "null"], "pattern": r"^[0-9][0-9A-Za-z.+_-]{0,39}$"}
+STOP_LOSS = _obj({"max_attempts": _integer(1, 10)})
+WORKLOAD = _obj(
+    {
+        "dataset": {"enum": DATASETS},
+        "input_len": _integer(1, 2_000_000),
+        "prefix_len": _integer(0, 2_000_000),
+        "suffix_len": _integer(0, 2_000_000),
+        "output_len": _integer(1, 100_000),
+        "num_prompts": _integer(1, 100_000),
+        "seed": _integer(0, 2**31 - 1),
+        "cold_recovery": {"type": "boolean"},
+        "max_concurrency": _integer(1, 4096),
+        "num_prefixes": _integer(1, 1_000_000),
+    },
+    required=["dataset", "num_prompts", "seed"],
+)
+# The fields a dataset's bench command reads; missing, the run would fail at its first bench.
+WORKLOAD["allOf"] = [
+    {"if": {"properties": {"dataset": {"const": name}}}, "then": {"required": list(fields)}}
+    for name, fields in DATASET_FIELDS.items()
+]
+SERVER = _obj(
+    {
+        "model_path": {"type": "string", "minLength": 1, "maxLength": 300},
+        "tensor_parallel_size": _integer(1, 64),
+        "max_model_len": _integer(1, 10_000_000),
+        "gpu_memory_utilization": _number(0.05, 1.0),
+        "offload_gib": _number(0, 1_000_000),
+    },
+    required=[],
+)
+
+
+def _gate(kind: str, sections: dict, *, server: bool = True, optional: dict | None = None) -> dict:
+    """A gate kind's spec: gate, version, its own sections and stop_loss; server (and the
+    kind's `optional` sections) may be left out."""
+    required = {
+        "gate": {"const": kind},
+        "version": _integer(1, 1_000_000),
+        **sections,
+        "stop_loss": STOP_LOSS,
+    }
+    extra = {**({"server": SERVER} if server else {}), **(optional or {})}
+    return _obj({**required, **extra}, required=list(required))
+
+
+G1_SCHEMA = _gate(
+    "G1",
+    {
+        "expect": _obj(
+            {
+                "gpu_vendor": {"enum": ["nvidia", "amd", None]},
+                "gpu_model_pattern": {"type": ["string", "null"], "maxLength": 200},
+                "gpu_count": _integer(1, 1024),
+                "gpu_memory_min_gib": NULLABLE_NUMBER,
+                "driver_min": VERSION_TEXT,
+                "cuda_min": VERSION_TEXT,
+                "rocm_min": VERSION_TEXT,
+                "vllm_min": VERSION_TEXT,
+                "host_memory_min_gib": NULLABLE_NUMBER,
+                "offload_tier": _obj(
+                    {"required": {"type": "boolean"}, "min_capacity_gib": NULLABLE_NUMBER}
+                ),
+                "free_disk_min_gib": NULLABLE_NUMBER,
+                "kernel_pattern": {"type": ["string", "null"], "maxLength": 200},
+            },
+            required=["gpu_count"],
+        ),
+    },
+    server=False,
+)
+G2_SCHEMA = _gate(
+    "G2",
+    {
+        "health": _obj({"timeout_s": _integer(1, 86_400)}),
+        "equivalence": _obj(
+            {
+                "prompts": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 500,
+                    "items": {"type": "string", "minLength": 1, "maxLength": 20_000},
+                },
+                "max_tokens": _integer(1, 4096),
+                "max_mismatch_pct": _number(0, 100),
+            }
+        ),
+        "offload_hit": _obj(
+            {
+                "min_external_hit_rate": _number(0, 1),
+                "workload": WORKLOAD,
+                "tier": _integer(1, 4096),
+            }
+        ),
+        "noise_floor": _obj(
+            {
+                "repetitions": _integer(2, 50),
+                "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+                "metric": {"type": "string"},
+                "max_noise_pct": _number(0, 1000),
+                "tier": _integer(1, 4096),
+                "workload": WORKLOAD,
+            },
+            required=["repetitions", "metric", "max_noise_pct", "tier", "workload"],
+        ),
+    },
+)
+CLAUSE = _obj(
+    {
+        "metric": {"type": "string", "minLength": 1, "maxLength": 60},
+        "compare": {"type": "string", "pattern": r"^[a-z_]{1,30}/[a-z_]{1,30}$"},
+        "change": {"enum": list(CHANGE_KINDS)},
+        "at_least_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 100_000},
+        "at_least": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
+        "tiers": {
+            "oneOf": [
+                {"const": "all"},
+                {"type": "array", "minItems": 1, "uniqueItems": True, "items": _integer(1, 4096)},
+            ]
+        },
+    },
+    required=["metric", "compare", "change", "tiers"],
+)
+G3_SCHEMA = _gate(
+    "G3",
+    {
+        "workload": WORKLOAD,
+        "arms": {
+            "type": "object",
+            "properties": {
+                role: {"enum": list(ARM_KINDS)} for role in ("baseline", "offload", "recompute")
+            },
+            "required": ["baseline", "offload"],
+            "additionalProperties": False,
+        },
+        "tiers": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 16,
+            "uniqueItems": True,
+            "items": _integer(1, 4096),
+        },
+        "repetitions": _obj({"min": _integer(2, 50), "max": _integer(2, 50)}),
+        "confidence": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+        "clauses": {"type": "array", "minItems": 1, "maxItems": 50, "items": CLAUSE},
+        "validity": _obj(
+            {
+                "max_failed_pct": _number(0, 100),
+                "min_external_hit_rate": _number(0, 1),
+                "require_kv_exceeds_vram": {"type": "boolean"},
+            }
+        ),
+    },
+)
+G3_SCHEMA["properties"]["statistics"] = spec_statistics.STATISTICS
+CLAUSE["properties"].update(spec_statistics.CLAIMS)
+G4_SCHEMA = _gate(
+    "G4",
+    {
+        # Down to seconds, for compressed soaks (the demo's, the fault tests'), labelled so.
+        "duration_h": _number(0.001, 24 * 60),
+        "window_min": _number(0.01, 24 * 60),
+        "load": WORKLOAD,
+        "limits": _obj(
+            {
+                "max_crashes": _integer(0, 1000),
+                "max_error_rate_pct": _number(0, 100),
+                "max_throughput_drift_pct": _number(0, 1000),
+                "max_ttft_p99_change_pct": _number(0, 10_000),
+                "max_memory_growth_mib_per_h": _number(0, 1e9),
+                "max_unobserved_pct": _number(0, 100),
+            }
+        ),
+    },
+    optional={
+        # How the agent treats a crashed server and the host's disk (docs/soak.md).
+        "soak": _obj(
+            {
+                "restart_on_crash": {"type": "boolean"},
+                "max_restarts": _integer(0, 1000),
+                "free_space_floor_gib": _number(0, 1e6),
+            },
+            required=[],
+        )
+    },
+)
+SCHEMAS = {"G1": G1_SCHEMA, "G2": G2_SCHEMA, "G3": G3_SCHEMA, "G4": G4_SCHEMA}

@@ -1,0 +1,83 @@
+"""The statistics rules of a G3 spec (docs/decisions.md): the schema of its optional
+`statistics` section and claimed effects, and the rules a schema cannot say (an even repetition
+plan of at least 4, percentile clauses only on workloads that can estimate them).
+Pure: plain JSON in, (field, message) pairs out; gates.specs.validation turns them into FieldErrors.
+"""
+
+from __future__ import annotations
+
+import math
+
+# Optional, so specs written before it keep per-attempt control.
+STATISTICS = {
+    "type": "object",
+    "properties": {
+        "attempts": {"type": "integer", "minimum": 1, "maximum": 10},
+        "sd_floor": {"type": "number", "minimum": 0, "maximum": 1},
+        "noise_cv_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 200},
+        "min_power": {"type": "number", "minimum": 0, "maximum": 0.99},
+        "require_power": {"type": "boolean"},
+        # Pool a clause's sd across its tiers where the data support it (decisions.md).
+        "pool_tiers": {"type": "boolean"},
+        "outliers": {
+            "type": "object",
+            "properties": {
+                "max_reruns": {"type": "integer", "minimum": 0, "maximum": 10},
+                "max_preemptions": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+            },
+            "required": ["max_reruns"],
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+# What the vendor expects a clause to show; feeds the operating characteristic, never a verdict.
+CLAIMS = {
+    "claimed_pct": {"type": "number", "exclusiveMinimum": -100, "maximum": 100_000},
+    "claimed": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
+}
+# The largest of n requests lies above the true pNN with chance 1 - (NN/100)^n; a percentile
+# clause needs that at least this sure, or a tail the run cannot see could pass (p99: 688
+# requests per cell; MLPerf LoadGen asks 662).
+PERCENTILE_SUPPORT = 0.999
+MIN_REPETITIONS = 4
+
+Problem = tuple[str, str]
+
+
+def repetition_problems(repetitions: dict) -> list[Problem]:
+    """Looks fall on even counts, so the A B C / C B A order cancels drift at every look; four
+    pairs at the first look give its t statistic 3 degrees of freedom."""
+    problems = []
+    if repetitions["min"] < MIN_REPETITIONS:
+        problems.append(("min", f"must be at least {MIN_REPETITIONS}"))
+    for key in ("min", "max"):
+        if repetitions[key] % 2:
+            problems.append((key, "must be even (looks fall on whole A B C / C B A pairs)"))
+    return problems
+
+
+def clause_problems(clause: dict, percentile_key: str | None, workload: dict) -> list[Problem]:
+    """A claim in the wrong unit, or a percentile the workload has too few requests for."""
+    change = clause["change"]
+    key, other = ("claimed", "claimed_pct") if change == "ratio" else ("claimed_pct", "claimed")
+    problems = []
+    if other in clause:
+        problems.append((other, f"does not apply to change {change!r}; use {key}"))
+    if percentile_key not in (None, "mean"):
+        percentile = 50.0 if percentile_key == "median" else float(percentile_key[1:])
+        needed = percentile_requests_needed(percentile)
+        if workload["num_prompts"] < needed:
+            problems.append(
+                (
+                    "metric",
+                    f"{clause['metric']} needs at least {needed} requests per cell to be "
+                    f"estimated; workload.num_prompts is {workload['num_prompts']}",
+                )
+            )
+    return problems
+
+
+def percentile_requests_needed(percentile: float) -> int:
+    """Requests per cell a pNN clause needs (see PERCENTILE_SUPPORT)."""
+    return math.ceil(math.log(1 - PERCENTILE_SUPPORT) / math.log(percentile / 100))

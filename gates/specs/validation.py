@@ -1,0 +1,201 @@
+"""Gate specs: the one validation of each gate kind's JSON contract (the schema and vocabulary
+in gates/specs/schema.py, re-exported here), the semantic rules, the digest and the defaults.
+The decision engine reads only specs this module accepted. Pure: plain JSON in, field errors
+out; imports no Django and nothing from gates.decisions (the engine imports this module,
+never the other way round).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator, validators
+
+from gates.specs import statistics as spec_statistics
+from gates.specs.schema import (  # noqa: F401 (re-exported: the vocabulary callers use)
+    ARM_KINDS,
+    CHANGE_KINDS,
+    DATASETS,
+    GATE_KINDS,
+    KNOWN_METRICS,
+    METRICS,
+    SCHEMAS,
+    TEMPLATES_DIR,
+    VERSION_TEXT,
+)
+from runners import jsonlimits as json_limits
+
+
+@dataclass(frozen=True)
+class FieldError:
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+_TYPES = Draft202012Validator.TYPE_CHECKER
+# jsonschema counts 8.0 as an integer and lets NaN past every bound (NaN compares false);
+# the engine slices by repetitions and sums thresholds, so a contract number is a finite
+# number and a count is a JSON integer.
+_StrictValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=_TYPES.redefine_many(
+        {
+            "integer": lambda _, value: _TYPES.is_type(value, "integer") and isinstance(value, int),
+            "number": lambda _, value: (
+                _TYPES.is_type(value, "number")
+                and (not isinstance(value, float) or math.isfinite(value))
+            ),
+        }
+    ),
+)
+_VALIDATORS = {kind: _StrictValidator(schema) for kind, schema in SCHEMAS.items()}
+
+
+def validate_spec(kind: str, document: Any) -> list[FieldError]:
+    """Every problem with `document` as a spec for gate `kind`; empty when it is valid."""
+    if kind not in SCHEMAS:
+        return [FieldError("gate", f"unknown gate kind {kind!r}")]
+    if not isinstance(document, dict):
+        return [FieldError("(document)", "a gate spec must be a JSON object")]
+    errors = [
+        found for error in _VALIDATORS[kind].iter_errors(document) for found in _field_errors(error)
+    ] + [
+        FieldError(json_limits.format_path(path) or "(document)", problem)
+        for path, problem in json_limits.storable_problems(document)  # what PostgreSQL refuses
+    ]
+    if errors:
+        return sorted(set(errors), key=lambda e: (e.field, e.message))
+    return _semantic_errors(kind, document)
+
+
+def default_spec(kind: str) -> dict:
+    """The default template for a gate kind (a fresh copy each call)."""
+    return json.loads((TEMPLATES_DIR / f"{kind}.json").read_text())
+
+
+def spec_digest(document: dict) -> str:
+    """SHA-256 of the canonical JSON: what both parties sign."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def inventory_digest(engagement_id: int, inventory: dict) -> str:
+    """What both parties sign to amend an engagement's accepted host inventory: the engagement
+    is inside the digest, so a signature given for one engagement holds for no other."""
+    return spec_digest({"engagement": engagement_id, "inventory": inventory})
+
+
+def with_version(document: dict, version: int) -> dict:
+    updated = copy.deepcopy(document)
+    updated["version"] = version
+    return updated
+
+
+def _semantic_errors(kind: str, document: dict) -> list[FieldError]:
+    """The rules a JSON schema cannot say, run once the document has the schema's shape."""
+    if kind == "G1":
+        return _g1_errors(document["expect"])
+    if kind == "G2":
+        return _metric_errors("noise_floor.metric", document["noise_floor"]["metric"])
+    if kind == "G3":
+        return _g3_errors(document)
+    if document["window_min"] > document["duration_h"] * 60:
+        return [FieldError("window_min", "a window cannot be longer than the soak")]
+    return []
+
+
+def _g1_errors(expect: dict) -> list[FieldError]:
+    errors = []
+    for key in ("gpu_model_pattern", "kernel_pattern"):
+        try:
+            re.compile(expect.get(key) or "")
+        except (re.error, OverflowError) as error:  # OverflowError: a{4294967296}
+            errors.append(
+                FieldError(f"expect.{key}", f"is not a valid regular expression: {error}")
+            )
+    return errors
+
+
+def _metric_errors(field: str, name: str) -> list[FieldError]:
+    if name in KNOWN_METRICS:
+        return []
+    return [FieldError(field, f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}")]
+
+
+def _g3_errors(document: dict) -> list[FieldError]:
+    errors = []
+    repetitions = document["repetitions"]
+    if repetitions["min"] > repetitions["max"]:
+        errors.append(FieldError("repetitions.min", "must not exceed repetitions.max"))
+    for i, clause in enumerate(document["clauses"]):
+        where = f"clauses[{i}]"
+        errors += _metric_errors(f"{where}.metric", clause["metric"])
+        errors += _compare_errors(f"{where}.compare", clause["compare"], document["arms"])
+        errors += _threshold_errors(where, clause)
+        errors += _clause_tier_errors(f"{where}.tiers", clause["tiers"], document["tiers"])
+        percentile = METRICS.get(clause["metric"], ("", None))[1]
+        rules = spec_statistics.clause_problems(clause, percentile, document["workload"])
+        errors += [FieldError(f"{where}.{name}", message) for name, message in rules]
+    plan = spec_statistics.repetition_problems(repetitions)
+    return errors + [FieldError(f"repetitions.{name}", message) for name, message in plan]
+
+
+def _compare_errors(field: str, compare: str, arms: dict) -> list[FieldError]:
+    a, b = compare.split("/")
+    unknown = [role for role in (a, b) if role not in arms]
+    if unknown:
+        return [
+            FieldError(field, f"unknown arm {unknown[0]!r}; the spec's arms are {sorted(arms)}")
+        ]
+    if a == b:
+        return [FieldError(field, "compares an arm with itself")]
+    return []
+
+
+def _threshold_errors(where: str, clause: dict) -> list[FieldError]:
+    # A ratio is a bare factor (8.6x); a reduction or gain is in percent.
+    change = clause["change"]
+    key, other = ("at_least", "at_least_pct") if change == "ratio" else ("at_least_pct", "at_least")
+    if other in clause:
+        return [FieldError(f"{where}.{other}", f"does not apply to change {change!r}; use {key}")]
+    if key not in clause:
+        return [FieldError(f"{where}.{key}", f"is required for change {change!r}")]
+    if change == "reduction" and clause[key] >= 100:
+        return [FieldError(f"{where}.{key}", "a reduction must be below 100 %")]
+    return []
+
+
+def _clause_tier_errors(field: str, chosen: Any, tiers: list[int]) -> list[FieldError]:
+    odd = [] if chosen == "all" else [tier for tier in chosen if tier not in tiers]
+    if odd:
+        return [FieldError(field, f"tier {odd[0]} is not one of the spec's tiers {tiers}")]
+    return []
+
+
+def _field_errors(error) -> list[FieldError]:
+    path = list(error.absolute_path)
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in error.instance]
+        return [FieldError(_field_name([*path, name]), "is required") for name in missing]
+    if error.validator == "additionalProperties":
+        known = error.schema.get("properties", {})
+        unknown = sorted(str(name) for name in error.instance if name not in known)
+        return [FieldError(_field_name([*path, name]), "is not a known field") for name in unknown]
+    message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
+    return [FieldError(_field_name(path), message)]
+
+
+def _field_name(path: list) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or "(document)"

@@ -1,7 +1,0 @@
-from django.apps import AppConfig
-
-
-class RunnersConfig(AppConfig):
-    """Registered only so Celery finds runners/tasks.py; runners has no models."""
-
-    name = "runners"

@@ -1,0 +1,395 @@
+"""G4 soak, the pure part: the agent's config from a spec and a profile, what one collector read
+returned (checked), each window's sample metrics (read with the adapters), and the gaps between
+windows. No I/O, no Django: runners/soak/host.py talks to the host, gates/services/soak/ticks.py
+stores.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from runners import adapters
+from runners.commands import fill
+from runners.errors import SpecError
+from runners.results import Artifact, server_facts
+from runners.soak import fitness as soakhealth
+from runners.workloads import workload_num_prefixes
+
+AGENT_FILE = "soakagent.py"
+WATCH_FILE = "soakwatch.py"
+SOAK_ARM = "offload"
+# The window's line exactly as the agent wrote it, kept beside its raw files so that the offline
+# verifier re-derives the stored sample from what the host reported (docs/evidence.md).
+LINE_FILE = "window-line.json"
+# A raw file that came damaged is not kept: its note is all that is left of it.
+NOT_KEPT = "SHA-256 mismatch, not kept"
+# Two windows further apart than this (beyond the restart of a crashed server, which the agent
+# counts inside the crashed window) mean nobody watched the product in between.
+GAP_TOLERANCE_S = 1.0
+DEFAULT_MAX_RESTARTS = 3
+# The GPU probes in the order the agent tries them, and whose GPUs each one reads.
+GPU_PROBE_VENDORS = {"gpu_nvidia": "nvidia", "gpu_amd": "amd", "gpu_rocm": "amd"}
+
+
+@dataclass(frozen=True)
+class SoakPaths:
+    """Where a soak lives on the host: one data directory for its whole life, and one wrapper
+    directory per agent generation (a relaunched agent continues the same data directory)."""
+
+    run_dir: str
+
+    @property
+    def data_dir(self) -> str:
+        return f"{self.run_dir}/soak-data"
+
+    @property
+    def agent_path(self) -> str:
+        return f"{self.run_dir}/{AGENT_FILE}"
+
+    @property
+    def config_path(self) -> str:
+        return f"{self.data_dir}/agent.json"
+
+    def agent_dir(self, generation: int) -> str:
+        return f"{self.run_dir}/soak-agent-{generation}"
+
+
+def agent_config(spec: dict, commands: dict, values: dict, paths: SoakPaths) -> dict:
+    """The agent's config: the offload arm's serve command and the spec's load as a bench
+    command, both filled from the profile with validated values; the window and the limits."""
+    load = spec["load"]
+    template = commands["bench"].get(load["dataset"])
+    if template is None:
+        raise SpecError(
+            f"the profile has no bench command for dataset {load['dataset']!r}",
+            field="load.dataset",
+        )
+    base_url = f"http://{values['host_address']}:{values['port']}"
+    bench_values = {
+        **values,
+        **_load_values(load),
+        "base_url": base_url,
+        "max_concurrency": load.get("max_concurrency", 8),
+        "seed": load["seed"],
+        "result_dir": paths.data_dir,
+        "result_filename": "bench-current.json",
+    }
+    soak = spec.get("soak", {})
+    return {
+        "data_dir": paths.data_dir,
+        "duration_s": spec["duration_h"] * 3600,
+        "window_s": spec["window_min"] * 60,
+        "serve_argv": fill(commands["serve"][SOAK_ARM], values),
+        "bench_argv": fill(template, bench_values),
+        "bench_result": f"{paths.data_dir}/bench-current.json",
+        "health_url": base_url + "/health",
+        "metrics_url": base_url + "/metrics",
+        **_gpu_probes(commands, values),
+        "kernel_log_argv": _probe_argv(commands, values, "kernel_log"),
+        "restart_on_crash": soak.get("restart_on_crash", True),
+        # Restarting past the crash limit measures nothing: the gate has failed by then.
+        "max_restarts": soak.get("max_restarts", spec["limits"]["max_crashes"] + 1),
+        "free_space_floor_bytes": int(soak.get("free_space_floor_gib", 1.0) * 2**30),
+        "heartbeat_s": 1 if spec["window_min"] * 60 < 30 else 5,
+        "serve_timeout_s": values.get("serve_timeout_s", 600),
+        "boot_id_file": values.get("boot_id_file"),
+    }
+
+
+def _load_values(load: dict) -> dict:
+    keys = ("input_len", "output_len", "prefix_len", "suffix_len", "num_prompts", "dataset")
+    found = {key: load[key] for key in keys if key in load}
+    found.setdefault("input_len", load.get("prefix_len", 0) + load.get("suffix_len", 0))
+    found["num_prefixes"] = workload_num_prefixes(load)
+    return found
+
+
+def _gpu_probes(commands: dict, values: dict) -> dict:
+    """What the agent probes of the GPUs each window: the first of `smi_argvs` that works
+    (its vendor in `smi_vendors`), and on a host where that was an AMD one also `amd_probes`
+    (amd-smi's metric and process views, which carry the health AMD's inventory lacks)."""
+    names, probes = _smi_names(commands, values), commands.get("probes", {})
+    amd = [(name, file) for name, file in soakhealth.AMD_FILES.items() if name in probes]
+    return {
+        "smi_argvs": [_probe_argv(commands, values, name) for name in names],
+        "smi_vendors": [GPU_PROBE_VENDORS.get(name) for name in names],
+        "amd_probes": [
+            {"name": name, "file": file, "argv": _probe_argv(commands, values, name)}
+            for name, file in amd
+        ],
+    }
+
+
+def _smi_names(commands: dict, values: dict) -> list[str]:
+    """The profile's GPU probes, the host's `gpu_probe` first, then in a fixed order: the
+    agent runs the first that works. (Not the profile's key order: a JSON column may keep
+    keys sorted by length, which put amd-smi before nvidia-smi.)"""
+    probes = commands.get("probes", {})
+    names = sorted((n for n in probes if n.startswith("gpu_")), key=_gpu_probe_rank)
+    wanted = values.get("gpu_probe")
+    return [wanted] + [n for n in names if n != wanted] if wanted in probes else names
+
+
+def _gpu_probe_rank(name: str) -> tuple[int, str]:
+    order = list(GPU_PROBE_VENDORS)
+    return (order.index(name) if name in order else len(order), name)
+
+
+def _probe_argv(commands: dict, values: dict, name: str | None) -> list[str] | None:
+    probes = commands.get("probes", {})
+    return fill(probes[name], values) if name in probes else None
+
+
+@dataclass
+class Window:
+    """One window line as the agent wrote it, and its raw files (verified against SHA-256)."""
+
+    line: dict
+    files: dict[str, bytes] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def seq(self) -> int:
+        return self.line["seq"]
+
+
+@dataclass
+class Read:
+    """What one `hostctl.py soak-read` printed: the agent's state and the next windows."""
+
+    now: float
+    heartbeat: float | None
+    exit: dict | None
+    boot_id: str | None
+    started: float | None
+    deadline: float | None
+    offset: int
+    windows: list[Window]
+
+
+class ReadError(ValueError):
+    """The read's output is not what soak-read prints (a truncated or foreign reply)."""
+
+
+def parse_read(text: str) -> Read:
+    lines = text.splitlines()
+    try:
+        header = json.loads(lines[0])
+        windows = [_window(json.loads(line)) for line in lines[1:] if line.strip()]
+        if header["count"] != len(windows):
+            raise ReadError(f"expected {header['count']} windows, got {len(windows)}")
+        return Read(
+            now=float(header["now"]),
+            heartbeat=header.get("heartbeat"),
+            exit=header.get("exit"),
+            boot_id=header.get("boot_id"),
+            started=header.get("started"),
+            deadline=header.get("deadline"),
+            offset=int(header["offset"]),
+            windows=windows,
+        )
+    except (IndexError, KeyError, TypeError, ValueError) as error:
+        raise ReadError(f"unreadable soak-read output: {error}") from error
+
+
+def _window(record: dict) -> Window:
+    line = json.loads(record["line"])
+    if not isinstance(line.get("seq"), int) or line["seq"] < 0:
+        raise ReadError("a window line without a sequence number")
+    window = Window(line, text=record["line"])
+    for name, item in sorted(record.get("files", {}).items()):
+        content = base64.b64decode(item["base64"])
+        if hashlib.sha256(content).hexdigest() != item["sha256"]:
+            window.problems.append(f"{name}: {NOT_KEPT}")
+            continue
+        window.files[name] = content
+    return window
+
+
+def window_artifacts(window: Window) -> list[Artifact]:
+    tools = {
+        "bench.json": "vllm-bench",
+        "smi.txt": "gpu-inventory",
+        "bench.log": "bench-log",
+        soakhealth.KERNEL_LOG_FILE: "kernel-log",
+        **{soakhealth.AMD_FILES[name]: tool for name, tool in soakhealth.AMD_TOOLS.items()},
+    }
+    folder = window_folder(window.seq)
+    kept = [
+        Artifact(f"{folder}{name}", tools.get(name, "vllm-metrics"), content)
+        for name, content in window.files.items()
+    ]
+    if window.text:
+        kept.append(Artifact(f"{folder}{LINE_FILE}", "soak-window", window.text.encode()))
+    return kept
+
+
+def window_folder(seq: int) -> str:
+    return f"soak/w{seq:06d}/"
+
+
+def window_sample(window: Window, *, watch_health: bool = True) -> dict:
+    """The window's metrics as decide_g4 reads them, plus what the live view shows, and what
+    its smi output and kernel log say of the host's health (`health`; not for a window stored
+    before the soak watched it, which the verifier re-derives as it was stored)."""
+    line, notes = window.line, list(window.problems)
+    sample: dict[str, Any] = {
+        "crashed": bool(line.get("crashed")),
+        "boot_id": line.get("boot_id"),
+        "agent_pid": line.get("agent_pid"),
+        "server_pid": line.get("server_pid"),
+        # What `health` was judged with, so that a window whose line is missing from a bundle
+        # still re-derives it from its own sample.
+        "server_pids": line.get("server_pids"),
+        "probe_errors": line.get("probe_errors"),
+        "completed": None,
+        "failed": None,
+        "output_throughput": None,
+        "ttft_p50_ms": None,
+        "ttft_p99_ms": None,
+        "external_hit_rate": None,
+        "kv_cache_usage": None,
+        "memory_bytes": line.get("server_rss_bytes"),
+        "server_rss_bytes": line.get("server_rss_bytes"),
+        "gpu_memory_used_mib": None,
+        "host_available_bytes": line.get("host_available_bytes"),
+        "free_disk_bytes": line.get("free_disk_bytes"),
+    }
+    if line.get("crash"):
+        sample["crash"] = line["crash"]
+    _bench_numbers(window, sample, notes)
+    _server_numbers(window, sample, notes)
+    _smi_numbers(window, sample)
+    if watch_health:
+        sample["health"] = soakhealth.window_health(line, window.files)
+        notes += sample["health"]["notes"]
+    sample["notes"] = notes
+    return sample
+
+
+def _bench_numbers(window: Window, sample: dict, notes: list[str]) -> None:
+    raw = window.files.get("bench.json")
+    if raw is None:
+        if not sample["crashed"]:
+            notes.append(f"the bench left no result (exit {window.line.get('bench_exit')})")
+        return
+    try:
+        run = adapters.parse(raw, tool="vllm-bench")["runs"][0]
+    except (adapters.AdapterError, IndexError) as error:
+        notes.append(f"bench result unreadable: {error}")
+        return
+    sample["completed"], sample["failed"] = run.get("completed"), run.get("failed")
+    sample["output_throughput"] = run.get("output_throughput")
+    ttft = run.get("ttft_ms") or {}
+    sample["ttft_p50_ms"], sample["ttft_p99_ms"] = ttft.get("p50"), ttft.get("p99")
+
+
+def _server_numbers(window: Window, sample: dict, notes: list[str]) -> None:
+    before, after = window.files.get("metrics-before.txt"), window.files.get("metrics-after.txt")
+    if not before or not after:
+        return
+    try:
+        first = adapters.parse(before, tool="vllm-metrics")
+        last = adapters.parse(after, tool="vllm-metrics")
+        sample["external_hit_rate"] = server_facts(first, last)["external_hit_rate"]
+    except adapters.AdapterError as error:
+        notes.append(f"/metrics: {error}")
+        return
+    gauges = last.get("gauges") or {}
+    sample["kv_cache_usage"] = gauges.get("kv_cache_usage")  # a fraction, at the window's end
+    rss = gauges.get("process_resident_memory_bytes")
+    if rss is not None:
+        sample["memory_bytes"] = rss
+
+
+def _smi_numbers(window: Window, sample: dict) -> None:
+    raw = window.files.get("smi.txt")
+    if not raw:
+        return
+    try:
+        gpus = adapters.parse(raw, tool="gpu-inventory")["gpus"]
+    except adapters.AdapterError:
+        return
+    used = [gpu.get("memory_used_mib") for gpu in gpus if gpu.get("memory_used_mib") is not None]
+    sample["gpu_memory_used_mib"] = sum(used) if used else None
+
+
+def engine_window(seq: int, start: float, end: float, metrics: dict) -> dict:
+    """A stored window in decide_g4's input shape."""
+    keys = (
+        "crashed",
+        "completed",
+        "failed",
+        "memory_bytes",
+        "output_throughput",
+        "ttft_p99_ms",
+        "external_hit_rate",
+    )
+    return {"seq": seq, "start": start, "end": end, **{key: metrics.get(key) for key in keys}}
+
+
+def find_gaps(windows: list[tuple[int, float, float, dict]]) -> list[dict]:
+    """Periods between consecutive windows (seq, start, end, metrics) nobody observed, with why:
+    the host rebooted (boot id changed) or the agent was down (another agent pid)."""
+    gaps = []
+    ordered = sorted(windows, key=lambda window: window[0])
+    for before, after in itertools.pairwise(ordered):
+        if after[1] - before[2] <= GAP_TOLERANCE_S:
+            continue
+        gaps.append(
+            {
+                "after_seq": before[0],
+                "start": before[2],
+                "end": after[1],
+                "seconds": round(after[1] - before[2], 3),
+                "cause": _gap_cause(before[3], after[3]),
+            }
+        )
+    return gaps
+
+
+def _gap_cause(before: dict, after: dict) -> str:
+    if before.get("boot_id") != after.get("boot_id"):
+        return "host rebooted (boot id changed)"
+    if before.get("agent_pid") != after.get("agent_pid"):
+        return "agent down (restarted)"
+    return "agent did not record"
+
+
+def unobserved_allowance_s(spec: dict) -> float:
+    """How long the spec lets a soak go unobserved in all."""
+    return spec["limits"]["max_unobserved_pct"] / 100 * spec["duration_h"] * 3600
+
+
+@dataclass(frozen=True)
+class TickState:
+    """The collector's view before the tick: where to read from and what to pass on."""
+
+    paths: SoakPaths
+    python: str
+    token: str
+    generation: int
+    offset: int
+    ack_seq: int
+    stop: bool
+    deadline: float | None
+    cancel: bool
+    may_relaunch: bool
+    config: dict
+
+
+@dataclass
+class TickOutcome:
+    """What one tick found: the read, whether the agent runs, what the tick did about it."""
+
+    read: Read
+    agent_running: bool
+    relaunched: int | None = None
+    cause: str = ""
+    killed: bool = False

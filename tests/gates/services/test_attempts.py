@@ -1,0 +1,97 @@
+"""G3 attempts spend the spec's error budget: counted, told to the engine, capped."""
+
+from __future__ import annotations
+
+import pytest
+
+from gates import services
+from gates.errors import IllegalTransitionError
+from gates.models import Gate, Run
+from gates.services.runs.attempts import (
+    AttemptsSpentError,
+    UnderpoweredSpecError,
+    g3_decision_context,
+    gate_attempts_spent,
+    gate_check_attempts_left,
+)
+from tests.contract import sign_as_both
+
+pytestmark = pytest.mark.django_db
+
+
+def decided_attempt(actor, viewer, gate: Gate, verdict: str) -> None:
+    run = services.run_create(
+        actor=actor, viewer=viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+    )
+    services.decision_record(run_id=run.pk, result={"verdict": verdict, "clauses": []})
+
+
+def test_verdict_bearing_attempts_count_and_tell_the_engine_which_attempt_is_next(
+    actor, vendor_viewer, engagement
+):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
+    assert g3_decision_context(gate) == {"attempt": 1, "noise_floor": None}
+    decided_attempt(actor, vendor_viewer, gate, "invalid")  # tested nothing: spends nothing
+    assert gate_attempts_spent(gate) == 0
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    assert g3_decision_context(gate)["attempt"] == 2
+
+
+def test_spending_the_last_attempt_without_a_pass_opens_review_and_refuses_another_run(
+    actor, vendor_viewer, engagement
+):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
+    assert gate.current_spec.document["statistics"]["attempts"] == 2
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    gate.refresh_from_db()
+    assert not gate.stop_loss_review
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    gate.refresh_from_db()
+    assert gate.stop_loss_review
+    with pytest.raises(AttemptsSpentError) as refused:
+        gate_check_attempts_left(gate)
+    assert refused.value.field == "statistics.attempts" and "2 of the 2" in str(refused.value)
+    with pytest.raises(IllegalTransitionError):
+        services.run_create(
+            actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+        )
+    assert gate.runs.count() == 2
+
+
+def test_a_rehearsal_spends_no_attempt(actor, vendor_viewer, engagement):
+    """A run on a version not signed by both counts for nothing, so it spends nothing."""
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    assert gate.runs.get().rehearsal
+    assert gate_attempts_spent(gate) == 0
+    assert g3_decision_context(gate)["attempt"] == 1
+
+
+def test_a_spec_that_requires_power_it_cannot_reach_refuses_the_run_and_writes_nothing(
+    actor, vendor_viewer, engagement
+):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    document = gate.current_spec.document
+    document["statistics"]["require_power"] = True  # the template's claims sit on its bars
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    with pytest.raises(UnderpoweredSpecError) as refused:
+        services.run_create(
+            actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+        )
+    assert refused.value.field == "statistics.require_power" and "requires 80%" in str(
+        refused.value
+    )
+    assert not gate.runs.exists()
+    for clause in document["clauses"]:  # claims far beyond the bars: the gate can show them
+        key = "claimed" if clause["change"] == "ratio" else "claimed_pct"
+        clause[key] = clause.get("at_least", 0) * 3 or min(clause["at_least_pct"] * 2.4, 80)
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+    )
