@@ -35,6 +35,7 @@ services:
 test: $(VENV)/.installed-test .env system-packages services
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
 
@@ -50,6 +51,7 @@ test-vllm: $(VENV)/.installed-test .env system-packages services $(VLLM_VENV)/.i
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: $(VENV)/.installed-test
 	$(VENV)/bin/ruff format .

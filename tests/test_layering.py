@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("config", "gates", "runners", "simhost", "worker")
+PACKAGES = ("config", "documents", "gates", "runners", "simhost", "worker")
 PURE = (
+    "documents",
     "gates/decisions",
     "gates/planner",
     "gates/charts",

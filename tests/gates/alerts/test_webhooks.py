@@ -22,6 +22,7 @@ from gates import services
 from gates.alerts import webhooks
 from gates.errors import ServiceError
 from gates.models import Alert
+from gates.services.alerts import settings as alert_settings
 from tests.gates.alerts.conftest import fail_gate
 from worker import tasks
 
@@ -149,7 +150,7 @@ def test_the_secret_is_stored_encrypted(receiver, actor, vendor_viewer, engageme
     _, url = receiver()
     endpoint, secret = hook(actor, vendor_viewer, engagement, url)
     assert secret.encode() not in bytes(endpoint.secret_ciphertext)
-    assert services.alert_settings.webhook_secret(endpoint) == secret.encode()
+    assert alert_settings.webhook_secret(endpoint) == secret.encode()
 
 
 @pytest.mark.parametrize(

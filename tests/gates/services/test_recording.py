@@ -12,6 +12,7 @@ from django.utils import timezone
 from gates import services
 from gates.errors import LeaseLostError
 from gates.models import Artifact, Host, Measurement, Run
+from gates.services.runs import evaluation, recording
 from runners.program import sequence as plans
 from runners.program.perform import Artifact as StepArtifact
 from runners.program.perform import StepProgress
@@ -150,7 +151,7 @@ def test_recording_a_step_twice_stores_one_artifact_and_one_measurement(session)
 
 
 def test_a_step_that_keeps_killing_its_task_is_poison(running):
-    for _ in range(services.recording.MAX_STEP_DELIVERIES):
+    for _ in range(recording.MAX_STEP_DELIVERIES):
         session = services.RunSession.claim(running.pk)
         if not session.has_plan():
             session.append_steps([dict(BENCH)])
@@ -162,7 +163,7 @@ def test_a_step_that_keeps_killing_its_task_is_poison(running):
 
 
 def test_a_clean_handover_does_not_count_as_a_failed_delivery(running):
-    for _ in range(services.recording.MAX_STEP_DELIVERIES + 2):
+    for _ in range(recording.MAX_STEP_DELIVERIES + 2):
         session = services.RunSession.claim(running.pk)
         if not session.has_plan():
             session.append_steps([dict(BENCH)])
@@ -227,7 +228,7 @@ def test_g2_evaluation_reads_every_cell_the_g2_program_measures(
         cell = {key: step[key] for key in ("arm", "tier", "repetition")} if "tier" in step else {}
         measurement = {**cell, "metrics": RESULT, "server": {"external_hit_rate": 0.4}}
         session.record(step, StepProgress(True, measurement=measurement if cell else None))
-    observed = services.evaluation.run_g2_observed(session.run)
+    observed = evaluation.run_g2_observed(session.run)
     assert observed["external_hit_rate"] == 0.4
     repetitions = g2_spec()["noise_floor"]["repetitions"]
     assert [pair["repetition"] for pair in observed["aa_pairs"]] == list(range(1, repetitions + 1))
