@@ -1,4 +1,5 @@
-"""REST API v1 routes (the contract CI relies on; see DESIGN.md "REST API")."""
+"""REST API v1 routes: the contract CI relies on (README "REST API" lists them; the OpenAPI
+schema at /api/schema/ is generated from these views)."""
 
 from django.urls import path
 

@@ -1,4 +1,5 @@
-"""Output adapters: each external tool's output -> the normalized dicts of DESIGN.md.
+"""Output adapters: each external tool's output -> normalized dicts (docs/adapters.md
+lists each tool's keys: a bench cell's metrics, server facts, GPU inventory and health).
 
 Owns the tool registry and content detection. Pure: imports no Django and does no I/O
 (the command line in __main__ reads the file).
