@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, get_args
 
+from documents.cell import Better
 from documents.spec import ArmKind, ChangeKind, Dataset, GateKind
 from gates.specs import statistics as spec_statistics
 from runners.workloads import DATASET_FIELDS
@@ -23,7 +24,7 @@ TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 # A metric a spec may name -> (key in a normalized run's metrics, percentile key or None,
 # which way is better).
 _LATENCY_STATS = {"p50": "median", "p90": "p90", "p99": "p99", "mean": "mean"}
-METRICS: dict[str, tuple[str, str | None, str]] = {
+METRICS: dict[str, tuple[str, str | None, Better]] = {
     f"{family}_{stat}": (f"{family}_ms", key, "lower")
     for family in ("ttft", "tpot", "itl", "e2el")
     for stat, key in _LATENCY_STATS.items()
