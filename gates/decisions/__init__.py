@@ -1,24 +1,34 @@
 """The decision engine: one verdict function per gate kind and the one dispatcher from a gate
-kind to its engine, plus the stop-loss rule. Pure: plain data in, JSON-able dicts out; imports
-no Django and does no I/O (a test checks). G1 is in g1.py, G2 in g2.py, G3 in g3.py (with
-clauses.py, inference.py, validity.py), G4 in g4.py.
+kind to its engine, plus the stop-loss rule. Pure: a typed spec and plain evidence in, a typed
+decision (documents.decision, JSON-able) out; imports no Django and does no I/O (a test
+checks). G1 is in g1.py, G2 in g2.py, G3 in g3.py (with clauses.py, inference.py, validity.py),
+G4 in g4.py.
 
-Every engine reads a spec that gates.specs.validation.validate_spec accepted (it runs where a spec
-is
-saved) and does not check it again; evidence is checked here and refused with EvidenceError.
+Every engine reads a spec that gates.specs.validation.parse_spec accepted (it runs where a spec
+is saved) and does not check it again; evidence is checked here and refused with EvidenceError.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args, overload
 
+from documents.decision import (
+    Decision,
+    G1Decision,
+    G2Decision,
+    G3Decision,
+    G4Decision,
+    StopLossReview,
+    Verdict,
+)
+from documents.spec import G1Spec, G2Spec, G3Spec, G4Spec, Spec
 from gates.decisions.clauses import parse_clauses
 from gates.decisions.g1 import decide_g1
 from gates.decisions.g2 import decide_g2
 from gates.decisions.g3 import decide_g3
 from gates.decisions.g4 import decide_g4
 from gates.decisions.validity import EvidenceError
-from gates.specs.validation import KNOWN_METRICS
+from gates.specs.schema import GATE_KINDS, KNOWN_METRICS
 
 __all__ = [
     "KNOWN_METRICS",
@@ -34,7 +44,7 @@ __all__ = [
     "stop_loss_review",
 ]
 
-VERDICTS = ("pass", "fail", "inconclusive", "invalid", "infra_error")
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 
 class SpecFieldError(ValueError):
@@ -46,21 +56,33 @@ class SpecFieldError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
-def decide_gate(spec: Any, evidence: Any, context: Any = None) -> dict:
-    """Dispatch on spec["gate"]: G1 facts, G2 observations, G3 measurements or G4 windows."""
+@overload
+def decide_gate(spec: G1Spec, evidence: Any, context: Any = None) -> G1Decision: ...
+@overload
+def decide_gate(spec: G2Spec, evidence: Any, context: Any = None) -> G2Decision: ...
+@overload
+def decide_gate(spec: G3Spec, evidence: Any, context: Any = None) -> G3Decision: ...
+@overload
+def decide_gate(spec: G4Spec, evidence: Any, context: Any = None) -> G4Decision: ...
+@overload
+def decide_gate(spec: Spec, evidence: Any, context: Any = None) -> Decision: ...
+def decide_gate(spec: Spec, evidence: Any, context: Any = None) -> Decision:
+    """Dispatch on spec["gate"]: G1 facts, G2 observations, G3 measurements or G4 windows.
+    The evidence is untrusted JSON, checked by each engine."""
+    # A caller may still hand over JSON that never went through parse_spec.
     kind = spec.get("gate") if isinstance(spec, dict) else None
-    if kind == "G1":
+    if kind not in GATE_KINDS:
+        raise SpecFieldError("gate", f"unknown gate kind {kind!r}; use G1, G2, G3 or G4")
+    if spec["gate"] == "G1":
         return decide_g1(spec, evidence)
-    if kind == "G2":
+    if spec["gate"] == "G2":
         return decide_g2(spec, evidence)
-    if kind == "G3":
+    if spec["gate"] == "G3":
         return decide_g3(spec, evidence, context)
-    if kind == "G4":
-        return decide_g4(spec, evidence, context)
-    raise SpecFieldError("gate", f"unknown gate kind {kind!r}; use G1, G2, G3 or G4")
+    return decide_g4(spec, evidence, context)
 
 
-def stop_loss_review(verdicts: list[str], max_attempts: int) -> dict:
+def stop_loss_review(verdicts: list[str], max_attempts: int) -> StopLossReview:
     """Whether a gate's attempt history opens stop-loss review.
 
     Only product failures (`fail`) count: infra errors, invalid and inconclusive attempts are

@@ -1,15 +1,17 @@
-"""G3 clauses and the parts of a G3 spec the decision engine reads, as plain dataclasses.
+"""G3 clauses and the terms of a G3 spec the decision engine reads, as plain dataclasses.
 
-The spec was accepted by gates.specs.validation.validate_spec (which owns its rules and
-vocabulary); this
-module reads it and checks nothing again. Pure: imports no Django and does no I/O.
+The spec was accepted by gates.specs.validation.parse_spec (which owns its rules and
+vocabulary); this module reads it and checks nothing again. Pure: imports no Django and does
+no I/O.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gates.specs.validation import METRICS
+from documents.cell import Better, StatisticsApplied, ValidityApplied
+from documents.spec import ChangeKind, ClauseSpec, G3Spec
+from gates.specs.schema import METRICS
 
 
 @dataclass(frozen=True)
@@ -20,7 +22,7 @@ class Clause:
     metric: str
     a: str
     b: str
-    change: str
+    change: ChangeKind
     threshold: float
     tiers: tuple[int, ...]
     claimed: float | None = None
@@ -35,7 +37,7 @@ class Clause:
         return change_to_ratio(self.change, self.threshold)
 
     @property
-    def better(self) -> str:
+    def better(self) -> Better:
         return METRICS[self.metric][2]
 
 
@@ -44,6 +46,13 @@ class ValidityLimits:
     max_failed_pct: float
     min_external_hit_rate: float
     require_kv_exceeds_vram: bool
+
+    def as_document(self) -> ValidityApplied:
+        return {
+            "max_failed_pct": self.max_failed_pct,
+            "min_external_hit_rate": self.min_external_hit_rate,
+            "require_kv_exceeds_vram": self.require_kv_exceeds_vram,
+        }
 
 
 @dataclass(frozen=True)
@@ -59,9 +68,18 @@ class StatisticsRules:
     max_preemptions: int | None = None
     pool_tiers: bool = False
 
+    def as_document(self) -> StatisticsApplied:
+        return {
+            "attempts": self.attempts,
+            "sd_floor": self.sd_floor,
+            "max_reruns": self.max_reruns,
+            "max_preemptions": self.max_preemptions,
+            "pool_tiers": self.pool_tiers,
+        }
+
 
 @dataclass(frozen=True)
-class G3Spec:
+class G3Terms:
     version: int
     arms: dict[str, str]
     tiers: tuple[int, ...]
@@ -73,18 +91,18 @@ class G3Spec:
     statistics: StatisticsRules = StatisticsRules()
 
 
-def parse_clauses(spec: dict) -> list[Clause]:
+def parse_clauses(spec: G3Spec) -> list[Clause]:
     """The clauses of a valid G3 spec, "all" tiers spelt out."""
     tiers = tuple(spec["tiers"])
     return [_clause(item, i, tiers) for i, item in enumerate(spec["clauses"])]
 
 
-def parse_g3_spec(spec: dict) -> G3Spec:
+def parse_g3_spec(spec: G3Spec) -> G3Terms:
     """Everything decide_g3 reads from a valid G3 spec."""
     repetitions, validity = spec["repetitions"], spec["validity"]
-    return G3Spec(
+    return G3Terms(
         version=spec["version"],
-        arms=dict(spec["arms"]),
+        arms={role: str(kind) for role, kind in spec["arms"].items()},
         tiers=tuple(spec["tiers"]),
         min_repetitions=repetitions["min"],
         max_repetitions=repetitions["max"],
@@ -99,23 +117,25 @@ def parse_g3_spec(spec: dict) -> G3Spec:
     )
 
 
-def parse_statistics(spec: dict) -> StatisticsRules:
+def parse_statistics(spec: G3Spec) -> StatisticsRules:
     """The spec's statistics rules; a spec written before them keeps per-attempt control."""
     rules = spec.get("statistics") or {}
+    outliers = rules.get("outliers")
     return StatisticsRules(
         attempts=rules.get("attempts", 1),
         sd_floor=float(rules.get("sd_floor", 0.0)),
-        max_reruns=rules.get("outliers", {}).get("max_reruns", 0),
-        max_preemptions=rules.get("outliers", {}).get("max_preemptions"),
+        max_reruns=outliers["max_reruns"] if outliers else 0,
+        max_preemptions=outliers.get("max_preemptions") if outliers else None,
         pool_tiers=bool(rules.get("pool_tiers", False)),
     )
 
 
-def _clause(item: dict, index: int, tiers: tuple[int, ...]) -> Clause:
+def _clause(item: ClauseSpec, index: int, tiers: tuple[int, ...]) -> Clause:
     a, b = item["compare"].split("/")
-    threshold = item["at_least"] if item["change"] == "ratio" else item["at_least_pct"]
+    ratio = item["change"] == "ratio"
+    threshold = item["at_least"] if ratio else item["at_least_pct"]
     chosen = tiers if item["tiers"] == "all" else tuple(item["tiers"])
-    claimed = item.get("claimed" if item["change"] == "ratio" else "claimed_pct")
+    claimed = item.get("claimed") if ratio else item.get("claimed_pct")
     return Clause(
         index,
         item["metric"],
@@ -128,7 +148,7 @@ def _clause(item: dict, index: int, tiers: tuple[int, ...]) -> Clause:
     )
 
 
-def change_to_ratio(change: str, value: float) -> float:
+def change_to_ratio(change: ChangeKind, value: float) -> float:
     """A change in clause units (reduction %, gain %, ratio x) as the ratio A/B."""
     if change == "reduction":
         return 1 - value / 100
@@ -137,7 +157,7 @@ def change_to_ratio(change: str, value: float) -> float:
     return value
 
 
-def ratio_to_change(change: str, ratio: float) -> float:
+def ratio_to_change(change: ChangeKind, ratio: float) -> float:
     """The ratio A/B in clause units; the inverse of change_to_ratio."""
     if change == "reduction":
         return (1 - ratio) * 100

@@ -1,16 +1,19 @@
 """G1 arrival acceptance: expected inventory against observed facts, one check per expectation,
 and version comparison (PEP 440 via packaging, with a fallback for vendor strings).
-Pure: plain data in and out; imports no Django.
+Pure: a typed spec and plain facts in, a typed decision out; imports no Django.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from packaging.version import Version
 
+from documents.cell import CellVerdict
+from documents.decision import G1Check, G1Decision, G1Facts
+from documents.spec import Expect, G1Spec
 from gates.decisions.numbers import finite_float, is_number
 from gates.decisions.validity import EvidenceError
 
@@ -18,14 +21,9 @@ GIB = 2**30
 # The leading numeric release of a vendor string that is not PEP 440. Digit runs are bounded
 # (int() refuses thousands of digits), and a longer run is unreadable, not cut short.
 _RELEASE = re.compile(r"\s*v?([0-9]{1,30}(?:\.[0-9]{1,30})*)(?![0-9])", re.IGNORECASE)
-_FACT_KEYS = (
-    "gpu_inventory",
-    "vllm_version",
-    "host_memory_bytes",
-    "free_disk_bytes",
-    "kernel",
-    "offload_tier",
-)
+_VERDICT_OF: dict[bool | None, CellVerdict] = {True: "pass", False: "fail", None: "inconclusive"}
+# A check reads the expectations and the facts; None when the spec does not ask for it.
+_Check = Callable[[Expect, G1Facts], G1Check | None]
 
 
 def version_key(text: str) -> Version | None:
@@ -53,13 +51,14 @@ def version_at_least(observed: str | None, minimum: str) -> bool | None:
     return None if have is None else have >= want
 
 
-def decide_g1(spec: dict, facts: Any) -> dict:
+def decide_g1(spec: G1Spec, facts: Any) -> G1Decision:
     """The G1 verdict: fail if any expectation is not met, inconclusive if any is unobserved."""
-    expect = dict(spec["expect"])
+    expect = spec["expect"].copy()
     observed = _parse_facts(facts)
     rows = [row for check in _CHECKS if (row := check(expect, observed)) is not None]
     failed = [f"{row['check']}: {row['cause']}" for row in rows if row["ok"] is False]
     unknown = [f"{row['check']}: {row['cause']}" for row in rows if row["ok"] is None]
+    verdict: CellVerdict
     if failed:
         verdict, reasons = "fail", failed
     elif unknown:
@@ -77,47 +76,55 @@ def decide_g1(spec: dict, facts: Any) -> dict:
     }
 
 
-def _row(check: str, expected: Any, observed: Any, ok: bool | None, cause: str) -> dict:
-    verdict = {True: "pass", False: "fail", None: "inconclusive"}[ok]
+def _row(check: str, expected: Any, observed: Any, ok: bool | None, cause: str) -> G1Check:
     return {
         "check": check,
         "expected": expected,
         "observed": observed,
         "ok": ok,
-        "verdict": verdict,
+        "verdict": _VERDICT_OF[ok],
         "cause": cause,
     }
 
 
-def _unobserved(check: str, expected: Any, what: str) -> dict:
+def _unobserved(check: str, expected: Any, what: str) -> G1Check:
     return _row(check, expected, None, None, f"{what} was not observed")
 
 
-def _parse_facts(facts: Any) -> dict:
+def _parse_facts(facts: Any) -> G1Facts:
     if not isinstance(facts, dict):
         raise EvidenceError("facts", "must be an object")
-    observed = {key: facts.get(key) for key in _FACT_KEYS}
     for key in ("gpu_inventory", "offload_tier"):
-        if observed[key] is not None and not isinstance(observed[key], dict):
+        if facts.get(key) is not None and not isinstance(facts[key], dict):
             raise EvidenceError(f"facts.{key}", "must be an object or null")
     for key in ("vllm_version", "kernel"):
-        if observed[key] is not None and not isinstance(observed[key], str):
+        if facts.get(key) is not None and not isinstance(facts[key], str):
             raise EvidenceError(f"facts.{key}", "must be a string or null")
     for key in ("host_memory_bytes", "free_disk_bytes"):
-        if observed[key] is not None and not is_number(observed[key]):
+        if facts.get(key) is not None and not is_number(facts[key]):
             raise EvidenceError(f"facts.{key}", "must be a number or null")
-    gpus = (observed["gpu_inventory"] or {}).get("gpus", [])
+    gpus = (facts.get("gpu_inventory") or {}).get("gpus", [])
     if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
         raise EvidenceError("facts.gpu_inventory.gpus", "must be a list of objects")
-    return observed
+    return {
+        "gpu_inventory": facts.get("gpu_inventory"),
+        "vllm_version": facts.get("vllm_version"),
+        "host_memory_bytes": facts.get("host_memory_bytes"),
+        "free_disk_bytes": facts.get("free_disk_bytes"),
+        "kernel": facts.get("kernel"),
+        "offload_tier": facts.get("offload_tier"),
+    }
 
 
-def _gpus(observed: dict) -> list[dict] | None:
+def _gpus(observed: G1Facts) -> list[dict[str, Any]] | None:
     inventory = observed["gpu_inventory"]
-    return None if inventory is None else inventory.get("gpus", [])
+    if inventory is None:
+        return None
+    gpus: list[dict[str, Any]] = inventory.get("gpus", [])  # _parse_facts checked the shape
+    return gpus
 
 
-def _check_vendor(expect: dict, observed: dict) -> dict | None:
+def _check_vendor(expect: Expect, observed: G1Facts) -> G1Check | None:
     want = expect.get("gpu_vendor")
     if want is None:
         return None
@@ -130,7 +137,7 @@ def _check_vendor(expect: dict, observed: dict) -> dict | None:
     return _row("gpu_vendor", want, vendor, vendor == want, f"inventory from {source}")
 
 
-def _check_model(expect: dict, observed: dict) -> dict | None:
+def _check_model(expect: Expect, observed: G1Facts) -> G1Check | None:
     pattern = expect.get("gpu_model_pattern")
     if pattern is None:
         return None
@@ -145,7 +152,7 @@ def _check_model(expect: dict, observed: dict) -> dict | None:
     return _row("gpu_model", pattern, names, not odd, cause)
 
 
-def _check_count(expect: dict, observed: dict) -> dict | None:
+def _check_count(expect: Expect, observed: G1Facts) -> G1Check | None:
     want = expect.get("gpu_count")
     if want is None:
         return None
@@ -155,12 +162,12 @@ def _check_count(expect: dict, observed: dict) -> dict | None:
     return _row("gpu_count", want, len(gpus), len(gpus) == want, f"{len(gpus)} GPU(s) found")
 
 
-def _check_gpu_memory(expect: dict, observed: dict) -> dict | None:
+def _check_gpu_memory(expect: Expect, observed: G1Facts) -> G1Check | None:
     want = expect.get("gpu_memory_min_gib")
     if want is None:
         return None
     gpus = _gpus(observed)
-    sizes = [gpu.get("memory_total_mib") for gpu in gpus or []]
+    sizes: list[Any] = [gpu.get("memory_total_mib") for gpu in gpus or []]
     if not gpus or any(finite_float(size) is None for size in sizes):
         return _unobserved("gpu_memory_min_gib", want, "the memory of every GPU")
     smallest = min(sizes) / 1024
@@ -173,8 +180,11 @@ def _check_gpu_memory(expect: dict, observed: dict) -> dict | None:
     )
 
 
-def _version_check(check: str, key: str, fact: Callable[[dict], Any]) -> Callable:
-    def run(expect: dict, observed: dict) -> dict | None:
+VersionKey = Literal["driver_min", "cuda_min", "rocm_min", "vllm_min"]
+
+
+def _version_check(check: str, key: VersionKey, fact: Callable[[G1Facts], Any]) -> _Check:
+    def run(expect: Expect, observed: G1Facts) -> G1Check | None:
         want = expect.get(key)
         if want is None:
             return None
@@ -188,12 +198,18 @@ def _version_check(check: str, key: str, fact: Callable[[dict], Any]) -> Callabl
     return run
 
 
-def _inventory_fact(name: str) -> Callable[[dict], Any]:
+def _inventory_fact(name: str) -> Callable[[G1Facts], Any]:
     return lambda observed: (observed["gpu_inventory"] or {}).get(name)
 
 
-def _minimum_check(check: str, key: str, fact: str, scale: float, unit: str) -> Callable:
-    def run(expect: dict, observed: dict) -> dict | None:
+def _minimum_check(
+    check: str,
+    key: Literal["host_memory_min_gib", "free_disk_min_gib"],
+    fact: Literal["host_memory_bytes", "free_disk_bytes"],
+    scale: float,
+    unit: str,
+) -> _Check:
+    def run(expect: Expect, observed: G1Facts) -> G1Check | None:
         want = expect.get(key)
         if want is None:
             return None
@@ -207,7 +223,7 @@ def _minimum_check(check: str, key: str, fact: str, scale: float, unit: str) -> 
     return run
 
 
-def _check_offload(expect: dict, observed: dict) -> dict | None:
+def _check_offload(expect: Expect, observed: G1Facts) -> G1Check | None:
     want = expect.get("offload_tier")
     if not want or (not want.get("required") and want.get("min_capacity_gib") is None):
         return None
@@ -228,7 +244,7 @@ def _check_offload(expect: dict, observed: dict) -> dict | None:
     )
 
 
-def _check_kernel(expect: dict, observed: dict) -> dict | None:
+def _check_kernel(expect: Expect, observed: G1Facts) -> G1Check | None:
     pattern = expect.get("kernel_pattern")
     if pattern is None:
         return None
@@ -239,7 +255,7 @@ def _check_kernel(expect: dict, observed: dict) -> dict | None:
     return _row("kernel", pattern, kernel, ok, "matches" if ok else "does not match")
 
 
-_CHECKS: tuple[Callable[[dict, dict], dict | None], ...] = (
+_CHECKS: tuple[_Check, ...] = (
     _check_vendor,
     _check_model,
     _check_count,

@@ -1,14 +1,27 @@
 """G2 functional integration: server health, greedy-output equivalence, offload hit rate and the
-A/A noise floor. Pure: plain data in and out; imports no Django and does no I/O.
+A/A noise floor. Pure: a typed spec and plain observations in, a typed decision out; imports no
+Django and does no I/O.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
+from documents.cell import RowVerdict
+from documents.decision import (
+    AAPair,
+    EquivalenceObserved,
+    G2Check,
+    G2Decision,
+    G2Limits,
+    G2Numbers,
+    G2Observed,
+    HealthObserved,
+)
+from documents.spec import G2Spec
 from gates.decisions.numbers import finite_float, is_number, metric_value
 from gates.decisions.statistics.inference import t_interval
 from gates.decisions.validity import EvidenceError, read_count
@@ -17,14 +30,14 @@ from gates.decisions.validity import EvidenceError, read_count
 DEFAULT_NOISE_CONFIDENCE = 0.90
 
 
-def decide_g2(spec: dict, observed: Any) -> dict:
+def decide_g2(spec: G2Spec, observed: Any) -> G2Decision:
     """The G2 verdict: invalid if an A/A run broke validity, fail if any check fails,
     pass if all pass, inconclusive otherwise (something was not observed)."""
-    limits = _limits(spec)
+    limits, prompts = _limits(spec), len(spec["equivalence"]["prompts"])
     seen = _parse_observed(observed)
     rows = [
         _health_row(limits["timeout_s"], seen["health"]),
-        _equivalence_row(limits["prompts"], limits["max_mismatch_pct"], seen["equivalence"]),
+        _equivalence_row(prompts, limits["max_mismatch_pct"], seen["equivalence"]),
         _hit_row(limits["min_external_hit_rate"], seen["external_hit_rate"]),
         _noise_row(limits, seen["aa_pairs"]),
     ]
@@ -37,26 +50,23 @@ def decide_g2(spec: dict, observed: Any) -> dict:
         "reasons": reasons,
         "clauses": rows,
         "validity": [],
-        "inputs": {
-            "limits": {k: v for k, v in limits.items() if k != "prompts"},
-            "prompt_count": limits["prompts"],
-            "observed": seen,
-        },
+        "inputs": {"limits": limits, "prompt_count": prompts, "observed": seen},
     }
 
 
-def _combine(verdicts: list[str]) -> str:
-    for verdict in ("invalid", "fail", "inconclusive"):
+def _combine(verdicts: list[RowVerdict]) -> RowVerdict:
+    worst: tuple[RowVerdict, ...] = ("invalid", "fail", "inconclusive")
+    for verdict in worst:
         if verdict in verdicts:
             return verdict
     return "pass"
 
 
-def _row(check: str, verdict: str, cause: str, **numbers: Any) -> dict:
+def _row(check: str, verdict: RowVerdict, cause: str, **numbers: Unpack[G2Numbers]) -> G2Check:
     return {"check": check, "verdict": verdict, "cause": cause, **numbers}
 
 
-def _health_row(timeout_s: float, health: dict | None) -> dict:
+def _health_row(timeout_s: float, health: HealthObserved | None) -> G2Check:
     if health is None or health.get("healthy") is None:
         return _row("health", "inconclusive", "server health was not observed", timeout_s=timeout_s)
     seconds = health.get("seconds")
@@ -81,7 +91,9 @@ def _health_row(timeout_s: float, health: dict | None) -> dict:
     )
 
 
-def _equivalence_row(total: int, limit: float, results: list[dict] | None) -> dict:
+def _equivalence_row(
+    total: int, limit: float, results: list[EquivalenceObserved] | None
+) -> G2Check:
     results = results or []
     if any(not 0 <= item["prompt"] < total for item in results):
         raise EvidenceError("observed.equivalence", f"a prompt index is outside 0..{total - 1}")
@@ -91,7 +103,7 @@ def _equivalence_row(total: int, limit: float, results: list[dict] | None) -> di
     mismatched = sorted(item["prompt"] for item in compared if item["reference"] != item["offload"])
     # Share of all spec prompts: unobserved prompts cannot lower it, so a fail is already final.
     share = 100 * len(mismatched) / total
-    numbers = {
+    numbers: G2Numbers = {
         "prompts": total,
         "compared": len(compared),
         "mismatched": mismatched,
@@ -121,7 +133,7 @@ def _equivalence_row(total: int, limit: float, results: list[dict] | None) -> di
     )
 
 
-def _hit_row(floor: float, rate: float | None) -> dict:
+def _hit_row(floor: float, rate: float | None) -> G2Check:
     if rate is None:
         return _row(
             "offload_hit",
@@ -130,7 +142,7 @@ def _hit_row(floor: float, rate: float | None) -> dict:
             min_external_hit_rate=floor,
             external_hit_rate=None,
         )
-    verdict = "pass" if rate >= floor else "fail"
+    verdict: RowVerdict = "pass" if rate >= floor else "fail"
     return _row(
         "offload_hit",
         verdict,
@@ -140,9 +152,9 @@ def _hit_row(floor: float, rate: float | None) -> dict:
     )
 
 
-def _noise_row(limits: dict, pairs: list[dict] | None) -> dict:
+def _noise_row(limits: G2Limits, pairs: list[dict[str, Any]] | None) -> G2Check:
     logs, used, invalid = _aa_log_ratios(limits["metric"], pairs or [])
-    numbers: dict[str, Any] = {
+    numbers: G2Numbers = {
         "metric": limits["metric"],
         "repetitions": limits["repetitions"],
         "pairs": used,
@@ -158,7 +170,7 @@ def _noise_row(limits: dict, pairs: list[dict] | None) -> dict:
     if len(logs) < limits["repetitions"]:
         cause = f"{len(logs)} of {limits['repetitions']} A/A repetitions usable"
         return _row("noise_floor", "inconclusive", cause, **numbers)
-    problems = _noise_problems(numbers)
+    problems = _noise_problems(numbers, limits["max_noise_pct"])
     if problems:
         return _row("noise_floor", "fail", "; ".join(problems), **numbers)
     cause = (
@@ -168,7 +180,7 @@ def _noise_row(limits: dict, pairs: list[dict] | None) -> dict:
     return _row("noise_floor", "pass", cause, **numbers)
 
 
-def _aa_interval(logs: list[float], confidence: float) -> dict:
+def _aa_interval(logs: list[float], confidence: float) -> G2Numbers:
     """The A/A t interval of the log-ratios; the noise floor is its half-width in percent."""
     mean, sd, low, high = (float(v) for v in t_interval(np.array(logs), 1 - confidence))
     return {
@@ -185,12 +197,11 @@ def _bounded_exp(value: float) -> float:
     return math.exp(max(min(value, 700.0), -700.0))
 
 
-def _noise_problems(numbers: dict) -> list[str]:
+def _noise_problems(numbers: G2Numbers, limit: float) -> list[str]:
     """The A/A interval must lie inside ±max_noise_pct: noise and bias together stay below the
     floor. A tiny but consistent bias (a 1 % difference measured very precisely) is harmless;
     the same bias measured with a wide interval is not."""
     problems = []
-    limit = numbers["max_noise_pct"]
     if numbers["noise_pct"] > limit:
         problems.append(f"A/A half-width {numbers['noise_pct']:.2f} % exceeds {limit:g} %")
     bound = 1 + limit / 100
@@ -202,10 +213,14 @@ def _noise_problems(numbers: dict) -> list[str]:
     return problems
 
 
-def _aa_log_ratios(metric: str, pairs: list[dict]) -> tuple[list[float], list[dict], list[str]]:
-    logs, used, invalid = [], [], []
+def _aa_log_ratios(
+    metric: str, pairs: list[dict[str, Any]]
+) -> tuple[list[float], list[AAPair], list[str]]:
+    logs: list[float] = []
+    used: list[AAPair] = []
+    invalid: list[str] = []
     for i, pair in enumerate(pairs):
-        values = []
+        values: list[float | None] = []
         for side in ("a", "b"):
             completed = read_count(pair[side], "completed", f"observed.aa_pairs[{i}].{side}")
             if completed == 0:
@@ -213,15 +228,11 @@ def _aa_log_ratios(metric: str, pairs: list[dict]) -> tuple[list[float], list[di
             values.append(
                 _positive(metric_value(pair[side], metric), f"observed.aa_pairs[{i}].{side}")
             )
-        if None not in values:
-            logs.append(math.log(values[0]) - math.log(values[1]))
+        a, b = values
+        if a is not None and b is not None:
+            logs.append(math.log(a) - math.log(b))
             used.append(
-                {
-                    "repetition": pair.get("repetition"),
-                    "a": values[0],
-                    "b": values[1],
-                    "log_ratio": logs[-1],
-                }
+                {"repetition": pair.get("repetition"), "a": a, "b": b, "log_ratio": logs[-1]}
             )
     return logs, used, invalid
 
@@ -235,11 +246,10 @@ def _positive(value: Any, field: str) -> float | None:
     return number if number is not None and number > 0 else None
 
 
-def _limits(spec: dict) -> dict:
+def _limits(spec: G2Spec) -> G2Limits:
     noise = spec["noise_floor"]
     return {
         "timeout_s": float(spec["health"]["timeout_s"]),
-        "prompts": len(spec["equivalence"]["prompts"]),
         "max_mismatch_pct": float(spec["equivalence"]["max_mismatch_pct"]),
         "min_external_hit_rate": float(spec["offload_hit"]["min_external_hit_rate"]),
         "metric": noise["metric"],
@@ -249,7 +259,7 @@ def _limits(spec: dict) -> dict:
     }
 
 
-def _parse_observed(observed: Any) -> dict:
+def _parse_observed(observed: Any) -> G2Observed:
     if not isinstance(observed, dict):
         raise EvidenceError("observed", "must be an object")
     return {
@@ -260,7 +270,7 @@ def _parse_observed(observed: Any) -> dict:
     }
 
 
-def _parse_health(health: Any) -> dict | None:
+def _parse_health(health: Any) -> HealthObserved | None:
     if health is None:
         return None
     if not isinstance(health, dict) or health.get("healthy") not in (True, False, None):
@@ -271,12 +281,12 @@ def _parse_health(health: Any) -> dict | None:
     return {"healthy": health.get("healthy"), "seconds": seconds}
 
 
-def _parse_equivalence(results: Any) -> list[dict] | None:
+def _parse_equivalence(results: Any) -> list[EquivalenceObserved] | None:
     if results is None:
         return None
     if not isinstance(results, list):
         raise EvidenceError("observed.equivalence", "must be a list")
-    seen: dict[int, dict] = {}
+    seen: dict[int, EquivalenceObserved] = {}
     for i, item in enumerate(results):
         field = f"observed.equivalence[{i}]"
         prompt = item.get("prompt") if isinstance(item, dict) else None
@@ -301,7 +311,7 @@ def _parse_rate(rate: Any) -> float | None:
     return finite_float(rate)
 
 
-def _parse_pairs(pairs: Any) -> list[dict] | None:
+def _parse_pairs(pairs: Any) -> list[dict[str, Any]] | None:
     if pairs is None:
         return None
     if not isinstance(pairs, list):

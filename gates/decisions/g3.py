@@ -1,19 +1,20 @@
 """G3 performance: every clause at every tier as a paired log-ratio interval against its bar,
 the validity checks before any clause, the error budget of the attempt, and the re-run plan.
-Pure: plain data in, JSON-able dicts out; no Django, no I/O.
+Pure: a typed spec and plain measurements in, a typed decision out; no Django, no I/O.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from documents.cell import CellHead, G3Cell, G3Context, NextStep, Pair
+from documents.decision import G3Decision, Verdict
+from documents.spec import G3Spec
 from gates.decisions import readout
-from gates.decisions.clauses import Clause, G3Spec, parse_g3_spec
+from gates.decisions.clauses import Clause, G3Terms, parse_g3_spec
 from gates.decisions.numbers import finite_float, is_number, metric_value
 from gates.decisions.statistics.inference import (
     VERDICT_NAMES,
@@ -33,7 +34,7 @@ from gates.decisions.validity import (
 )
 
 
-def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
+def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decision:
     """The G3 verdict, every clause at every tier, the validity checks and the next step.
 
     Raises EvidenceError for malformed measurements.
@@ -67,9 +68,11 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
         check["reason"] for check in checks if check["ok"] is False and not check.get("set_aside")
     ]
     spent = _attempts_spent(parsed, facts)
-    for cell in cells if broken or spent else []:
-        cell["verdict"] = "invalid" if broken else "inconclusive"
-        cell["cause"] = "not judged: the measurements broke validity rules" if broken else spent
+    not_judged = "not judged: the measurements broke validity rules" if broken else spent
+    if not_judged:
+        for cell in cells:
+            cell["verdict"] = "invalid" if broken else "inconclusive"
+            cell["cause"] = not_judged
     verdict, reasons = _g3_verdict(cells, broken, spent)
     return {
         "gate": "G3",
@@ -86,15 +89,15 @@ def decide_g3(spec: dict, measurements: Any, context: Any = None) -> dict:
             "tiers": list(parsed.tiers),
             "plan": plan.as_dict(),
             "attempt": facts["attempt"],
-            "statistics": asdict(parsed.statistics),
-            "validity_limits": asdict(parsed.validity),
+            "statistics": parsed.statistics.as_document(),
+            "validity_limits": parsed.validity.as_document(),
             "context": facts,
             "repetitions_seen": sorted({item.repetition for item in items}),
         },
     }
 
 
-def _attempts_spent(parsed: G3Spec, facts: dict) -> str | None:
+def _attempts_spent(parsed: G3Terms, facts: G3Context) -> str | None:
     allowed = parsed.statistics.attempts
     if facts["attempt"] <= allowed:
         return None
@@ -108,7 +111,7 @@ def _missing_role(clause: Clause, unavailable: dict[str, str]) -> str | None:
     return next((role for role in (clause.a, clause.b) if role in unavailable), None)
 
 
-def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> dict | None:
+def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> G3Cell | None:
     """A clause on an arm the host cannot run is not judged: never a pass, never a fail."""
     role = _missing_role(clause, unavailable)
     if role is None:
@@ -141,7 +144,7 @@ def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> di
     }
 
 
-def _sd_floors(parsed: G3Spec, keys: list[tuple[Clause, int]], facts: dict) -> np.ndarray:
+def _sd_floors(parsed: G3Terms, keys: list[tuple[Clause, int]], facts: G3Context) -> np.ndarray:
     """Per cell: the spec's resolution floor, or the G2 A/A noise of the same metric if larger."""
     noise = facts["noise_floor"]
     return np.array(
@@ -159,10 +162,10 @@ def _decide_cells(
     keys: list[tuple[Clause, int]],
     items: list[Measurement],
     plan: SequentialPlan,
-    floors,
+    floors: np.ndarray,
     *,
     pool_tiers: bool = False,
-) -> list[dict]:
+) -> list[G3Cell]:
     found = [_pairs(clause, tier, items, plan.max_repetitions) for clause, tier in keys]
     counts = np.array([len(pairs) for pairs, _ in found])
     margins = np.full((1, len(keys), plan.max_repetitions), np.nan)
@@ -178,8 +181,17 @@ def _decide_cells(
     ]
 
 
-def _cell(clause, tier, pairs, dropped, plan, outcome: LookOutcome, row, floor) -> dict:
-    cell = {
+def _cell(
+    clause: Clause,
+    tier: int,
+    pairs: list[Pair],
+    dropped: list[str],
+    plan: SequentialPlan,
+    outcome: LookOutcome,
+    row: int,
+    floor: float,
+) -> G3Cell:
+    cell: CellHead = {
         "clause": clause.index,
         "metric": clause.metric,
         "compare": clause.compare,
@@ -194,91 +206,20 @@ def _cell(clause, tier, pairs, dropped, plan, outcome: LookOutcome, row, floor) 
     }
     index = int(outcome.look[0, row])
     if index < 0:
-        return {**cell, **_before_first_look(clause, pairs, plan)}
-    numbers = _numbers(clause, outcome, row, index, plan)
+        early, cause = readout.before_first_look(clause, pairs, plan)
+        return {**cell, **early, "verdict": "inconclusive", "cause": cause}
+    numbers = readout.at_look(clause, outcome, row, index, plan)
     verdict = VERDICT_NAMES[int(outcome.verdict[0, row])]
-    cause = _cause(verdict, clause, numbers, plan, len(pairs), outcome, row)
+    cause = readout.cell_cause(verdict, clause, numbers, plan, len(pairs), outcome, row)
     return {**cell, **numbers, "verdict": verdict, "cause": cause}
-
-
-def _before_first_look(clause: Clause, pairs: list[dict], plan: SequentialPlan) -> dict:
-    """No interval before the first planned look: the estimate and each repetition instead."""
-    size = len(pairs)
-    # One pair is one measurement, not an estimate: nothing to show but the pair itself.
-    mean = float(np.mean([pair["log_ratio"] for pair in pairs])) if size >= 2 else None
-    ratio = None if mean is None else readout.bounded_ratio(mean)
-    first = plan.looks[0]
-    if size < 2:
-        cause = (
-            f"{size} complete pair(s) of {clause.compare}; an interval needs at least 2 and "
-            f"the plan's first look is at {first}"
-        )
-    else:
-        cause = (
-            f"no interval before the plan's first look at {first} repetitions; estimate "
-            f"{readout.estimate_text(clause, ratio)} from {size}: "
-            f"{readout.repetitions_text(pairs)}"
-        )
-    return {
-        "estimate": readout.in_units(clause, ratio),
-        "low": None,
-        "high": None,
-        "n": size,
-        "look": None,
-        "confidence_at_look": None,
-        "shown": {
-            "estimate": readout.estimate_text(clause, ratio) if mean is not None else None,
-            "interval": None,
-            "look": f"before the first look (at {first} repetitions)",
-        },
-        "ratio": {"estimate": ratio, "low": None, "high": None, "bound": clause.bound_ratio},
-        "log_ratio": {"mean": mean, "sd": None, "t_quantile": None},
-        "verdict": "inconclusive",
-        "cause": cause,
-    }
-
-
-def _numbers(clause: Clause, outcome: LookOutcome, row: int, index: int, plan) -> dict:
-    """The margin interval at the look turned back into ratio and clause units."""
-    mean, sd, low, high = (
-        float(values[0, row]) for values in (outcome.mean, outcome.sd, outcome.low, outcome.high)
-    )
-    logs = (
-        readout.margin_to_log_ratio(clause, mean),
-        *sorted(readout.margin_to_log_ratio(clause, value) for value in (low, high)),
-    )
-    ratios = [readout.bounded_ratio(value) for value in logs]
-    units = [readout.in_units(clause, ratio) for ratio in ratios]
-    if clause.change == "reduction":  # a reduction falls as the ratio rises
-        units = [units[0], units[2], units[1]]
-    critical = float(outcome.pass_critical[0, row])
-    pooled = int(outcome.pooled[0, row])
-    confidence = 1 - float(2 * stats.t.sf(critical, pooled * (plan.looks[index] - 1)))
-    return {
-        "estimate": units[0],
-        "low": units[1],
-        "high": units[2],
-        "n": plan.looks[index],
-        "look": plan.looks[index],
-        "confidence_at_look": confidence,
-        "shown": {
-            "estimate": readout.estimate_text(clause, ratios[0]),
-            "interval": readout.interval_text(ratios[1], ratios[2]),
-            "look": readout.look_text(index, plan.looks, confidence),
-        },
-        "ratio": dict(zip(("estimate", "low", "high"), ratios, strict=True))
-        | {"bound": clause.bound_ratio},
-        # sd_pooled_over: how many tiers of the clause its sd was pooled over (1: its own).
-        "log_ratio": {"mean": logs[0], "sd": sd, "t_quantile": critical, "sd_pooled_over": pooled},
-    }
 
 
 def _pairs(
     clause: Clause, tier: int, items: list[Measurement], budget: int
-) -> tuple[list[dict], list[str]]:
+) -> tuple[list[Pair], list[str]]:
     by_key = {(item.arm, item.repetition): item for item in items if item.tier == tier}
     repetitions = sorted({rep for arm, rep in by_key if arm in (clause.a, clause.b)})
-    pairs: list[dict] = []
+    pairs: list[Pair] = []
     dropped: list[str] = []
     for rep in repetitions:
         first, second = by_key.get((clause.a, rep)), by_key.get((clause.b, rep))
@@ -313,37 +254,17 @@ def _metric(item: Measurement, name: str) -> float | None:
     return number if number is not None and number > 0 else None
 
 
-def _cause(verdict, clause: Clause, numbers, plan, pairs, outcome: LookOutcome, row) -> str:
-    shown = numbers["shown"]
-    interval = f"ratio interval {shown['interval']}"
-    bar = f"the bar {clause.bound_ratio:.4g}x ({readout.units_text(clause, clause.threshold)})"
-    where = shown["look"]
-    if verdict == "pass":
-        return f"{interval} clears {bar} at {where}"
-    if verdict == "fail":
-        return (
-            f"{interval} lies wholly short of {bar} at {where}, also at the gate-wide fail level "
-            f"(Holm over {plan.cells} cells, critical t {float(outcome.fail_critical[0, row]):.3g})"
-        )
-    upcoming = plan.next_look(pairs)
-    then = f"next planned look at {upcoming}" if upcoming else "no planned look left"
-    if float(outcome.high[0, row]) < 0:
-        return (
-            f"{interval} is short of {bar} at {where}, but not at the gate-wide fail level "
-            f"(Holm over {plan.cells} cells); {then}"
-        )
-    return f"{interval} straddles {bar} at {where}; {then}"
-
-
-def _describe(cell: dict) -> str:
+def _describe(cell: G3Cell) -> str:
     return f"{cell['metric']} {cell['compare']} {cell['change']} at tier {cell['tier']}"
 
 
-def _dropped_notes(cells: list[dict]) -> list[str]:
+def _dropped_notes(cells: list[G3Cell]) -> list[str]:
     return [f"{_describe(cell)}: {reason}" for cell in cells for reason in cell["dropped"]]
 
 
-def _g3_verdict(cells: list[dict], broken: list[str], spent: str | None) -> tuple[str, list[str]]:
+def _g3_verdict(
+    cells: list[G3Cell], broken: list[str], spent: str | None
+) -> tuple[Verdict, list[str]]:
     if broken:
         return "invalid", broken
     if spent:
@@ -359,14 +280,14 @@ def _g3_verdict(cells: list[dict], broken: list[str], spent: str | None) -> tupl
 
 
 def _next_step(
-    verdict: str,
-    cells: list[dict],
+    verdict: Verdict,
+    cells: list[G3Cell],
     plan: SequentialPlan,
     items: list[Measurement],
     spent: str | None,
     *,
     reruns: int = 0,
-) -> dict:
+) -> NextStep:
     if verdict != "inconclusive" or spent:
         return {"action": "decide", "more": 0, "reason": spent or f"the gate is decided: {verdict}"}
     done = len({item.repetition for item in items})

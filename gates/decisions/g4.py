@@ -1,26 +1,29 @@
 """G4 stability soak: crashes, error rate, throughput drift and TTFT p99 change between change-point
-segments (ruptures), memory growth (Theil-Sen) and unobserved time. Pure; imports no Django.
+segments (ruptures), memory growth (Theil-Sen) and unobserved time. Pure: a typed spec and plain
+windows in, a typed decision out; imports no Django.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 import ruptures
 from scipy import stats
 
-from gates.decisions.validity import EvidenceError, read_count, read_number
-
-LIMIT_KEYS = (
-    "max_crashes",
-    "max_error_rate_pct",
-    "max_throughput_drift_pct",
-    "max_ttft_p99_change_pct",
-    "max_memory_growth_mib_per_h",
-    "max_unobserved_pct",
+from documents.cell import RowVerdict
+from documents.decision import (
+    ChangePoint,
+    G4Check,
+    G4Decision,
+    G4Limits,
+    G4Numbers,
+    G4Span,
 )
+from documents.spec import G4Spec
+from gates.decisions.windows import Window, parse_span, parse_windows
+
 # A shift must last this many windows to count as a change point rather than a blip.
 MIN_SEGMENT_WINDOWS = 3
 MEMORY_CONFIDENCE = 0.90
@@ -32,14 +35,14 @@ HIT_FLOOR = 0.01
 MIB = 2**20
 
 
-def decide_g4(spec: dict, windows: Any, context: Any = None) -> dict:
+def decide_g4(spec: G4Spec, windows: Any, context: Any = None) -> G4Decision:
     """The G4 verdict over soak windows; context may give {"started_at", "ended_at"} (unix s)."""
     limits = _limits(spec)
-    items = _parse_windows(windows)
-    started, ended = _parse_context(context, items)
+    items = parse_windows(windows)
+    started, ended = parse_span(context, items)
     if not items:
-        return _result(spec, limits, "inconclusive", ["no soak windows were collected"], [], [])
-    span = {
+        return _result(spec, limits, "inconclusive", ["no soak windows were collected"], [], None)
+    span: G4Span = {
         "started_at": started,
         "ended_at": ended,
         "duration_s": limits["duration_s"],
@@ -66,7 +69,14 @@ def decide_g4(spec: dict, windows: Any, context: Any = None) -> dict:
     return _result(spec, limits, verdict, reasons, rows, span)
 
 
-def _result(spec: dict, limits: dict, verdict: str, reasons: list, rows: list, span: Any) -> dict:
+def _result(
+    spec: G4Spec,
+    limits: G4Limits,
+    verdict: RowVerdict,
+    reasons: list[str],
+    rows: list[G4Check],
+    span: G4Span | None,
+) -> G4Decision:
     return {
         "gate": "G4",
         "spec_version": spec.get("version"),
@@ -74,18 +84,19 @@ def _result(spec: dict, limits: dict, verdict: str, reasons: list, rows: list, s
         "reasons": reasons,
         "clauses": rows,
         "validity": [],
-        "inputs": {"limits": limits, "span": span or None},
+        "inputs": {"limits": limits, "span": span},
     }
 
 
-def _combine(verdicts: list[str]) -> str:
-    for verdict in ("invalid", "fail", "inconclusive"):
+def _combine(verdicts: list[RowVerdict]) -> RowVerdict:
+    worst: tuple[RowVerdict, ...] = ("invalid", "fail", "inconclusive")
+    for verdict in worst:
         if verdict in verdicts:
             return verdict
     return "pass"
 
 
-def _mark_unfinished(rows: list[dict], span: dict, windows: int, window_s: float) -> None:
+def _mark_unfinished(rows: list[G4Check], span: G4Span, windows: int, window_s: float) -> None:
     """Before the end only what cannot recover stays failed: a crash count (it can only grow)
     and an error rate the remaining windows cannot bring back under its limit. Everything else
     is inconclusive so far; the soak is stopped early on what stays failed."""
@@ -97,13 +108,13 @@ def _mark_unfinished(rows: list[dict], span: dict, windows: int, window_s: float
         row["verdict"], row["cause"] = "inconclusive", f"{done}; so far: {row['cause']}"
 
 
-def _final(row: dict, windows: int, remaining_windows: float) -> bool:
+def _final(row: G4Check, windows: int, remaining_windows: float) -> bool:
     if row["check"] == "crashes":
         return True
     return row["check"] == "error_rate" and _beyond_recovery(row, windows, remaining_windows)
 
 
-def _beyond_recovery(row: dict, windows: int, remaining_windows: float) -> bool:
+def _beyond_recovery(row: G4Check, windows: int, remaining_windows: float) -> bool:
     """Even if every request of the remaining windows (at the rate seen so far) succeeded, the
     error rate would stay over its limit."""
     counted = row["completed"] + row["failed"]
@@ -118,16 +129,29 @@ def _beyond_recovery(row: dict, windows: int, remaining_windows: float) -> bool:
     return True
 
 
-def _hit_row(items: list[dict]) -> dict | None:
+class _HitSummary(TypedDict):
+    min: float
+    median: float
+    windows: int
+
+
+def _hit_row(items: list[Window]) -> G4Check | None:
     """The offload tier's external hit rate per window: a tier that stops being hit (the last
     windows at ~0 after earlier hits) is a product finding; one never hit means the soak never
     exercised offload. None when no window reports a hit rate (e.g. uploaded windows)."""
-    series = [(item["seq"], item["start"], item["external_hit_rate"]) for item in items]
-    series = [point for point in series if point[2] is not None]
+    series = [
+        (item["seq"], item["start"], rate)
+        for item in items
+        if (rate := item["external_hit_rate"]) is not None
+    ]
     if not series:
         return None
     rates = [rate for _, _, rate in series]
-    summary = {"min": min(rates), "median": float(np.median(rates)), "windows": len(rates)}
+    summary: _HitSummary = {
+        "min": min(rates),
+        "median": float(np.median(rates)),
+        "windows": len(rates),
+    }
     if max(rates) < HIT_FLOOR:
         cause = f"the offload tier was never hit in {len(rates)} window(s)"
         return _row("offload_hits", "invalid", max(rates), HIT_FLOOR, cause, **summary)
@@ -154,7 +178,14 @@ def _hit_row(items: list[dict]) -> dict | None:
     return _row("offload_hits", "pass", summary["median"], HIT_FLOOR, cause, **summary)
 
 
-def _row(check: str, verdict: str, observed: Any, limit: Any, cause: str, **extra: Any) -> dict:
+def _row(
+    check: str,
+    verdict: RowVerdict,
+    observed: float | None,
+    limit: float,
+    cause: str,
+    **extra: Unpack[G4Numbers],
+) -> G4Check:
     return {
         "check": check,
         "verdict": verdict,
@@ -165,9 +196,9 @@ def _row(check: str, verdict: str, observed: Any, limit: Any, cause: str, **extr
     }
 
 
-def _crash_row(items: list[dict], limit: int) -> dict:
+def _crash_row(items: list[Window], limit: int) -> G4Check:
     crashed = [item["seq"] for item in items if item["crashed"]]
-    verdict = "fail" if len(crashed) > limit else "pass"
+    verdict: RowVerdict = "fail" if len(crashed) > limit else "pass"
     return _row(
         "crashes",
         verdict,
@@ -178,13 +209,13 @@ def _crash_row(items: list[dict], limit: int) -> dict:
     )
 
 
-def _error_row(items: list[dict], limit: float) -> dict:
+def _error_row(items: list[Window], limit: float) -> G4Check:
     completed = sum(item["completed"] or 0 for item in items)
     failed = sum(item["failed"] or 0 for item in items)
     if completed + failed == 0:
         return _row("error_rate", "inconclusive", None, limit, "no requests were counted")
     rate = 100 * failed / (completed + failed)
-    verdict = "pass" if rate <= limit else "fail"
+    verdict: RowVerdict = "pass" if rate <= limit else "fail"
     return _row(
         "error_rate",
         verdict,
@@ -196,11 +227,19 @@ def _error_row(items: list[dict], limit: float) -> dict:
     )
 
 
-def _level_row(check: str, items: list[dict], key: str, worse: int, limit: float) -> dict:
+def _level_row(
+    check: str,
+    items: list[Window],
+    key: Literal["output_throughput", "ttft_p99_ms"],
+    worse: int,
+    limit: float,
+) -> G4Check:
     """Worst later segment level against the first segment, in percent; `worse` is the sign
     of a harmful change (-1: a drop in throughput hurts, +1: a rise in latency hurts)."""
     series = [
-        (item["seq"], item[key]) for item in items if not item["crashed"] and item[key] is not None
+        (item["seq"], value)
+        for item in items
+        if not item["crashed"] and (value := item[key]) is not None
     ]
     if len(series) < 2:
         return _row(check, "inconclusive", None, limit, f"{len(series)} usable window(s) of {key}")
@@ -214,7 +253,7 @@ def _level_row(check: str, items: list[dict], key: str, worse: int, limit: float
     harm = max(worse * worst, 0.0)
     starts = {item["seq"]: item["start"] for item in items}
     first = items[0]["start"]
-    points = [
+    points: list[ChangePoint] = [
         {
             "seq": series[b][0],
             "hour": round((starts[series[b][0]] - first) / 3600, 4),
@@ -223,7 +262,7 @@ def _level_row(check: str, items: list[dict], key: str, worse: int, limit: float
         }
         for i, b in enumerate(breaks)
     ]
-    verdict = "pass" if harm <= limit else "fail"
+    verdict: RowVerdict = "pass" if harm <= limit else "fail"
     began = f", the first at hour {points[0]['hour']:.2f}" if points else ""
     cause = (
         f"{len(breaks)} change point(s){began}; worst segment {worst:+.2f} % against the first "
@@ -259,11 +298,11 @@ def change_points(values: np.ndarray) -> list[int]:
     return [int(index) for index in found[:-1]]
 
 
-def _memory_row(items: list[dict], limit: float) -> dict:
+def _memory_row(items: list[Window], limit: float) -> G4Check:
     samples = [
-        ((item["start"] + item["end"]) / 2, item["memory_bytes"])
+        ((item["start"] + item["end"]) / 2, memory)
         for item in items
-        if item["memory_bytes"] is not None
+        if (memory := item["memory_bytes"]) is not None
     ]
     if len(samples) < 3 or len({time for time, _ in samples}) < 2:
         return _row(
@@ -276,7 +315,11 @@ def _memory_row(items: list[dict], limit: float) -> dict:
     mib = np.array([value for _, value in samples]) / MIB
     slope, _, low, high = stats.theilslopes(mib, hours, alpha=MEMORY_CONFIDENCE)
     interval = f"[{low:.1f}, {high:.1f}] MiB/h at {MEMORY_CONFIDENCE:.0%}"
-    numbers = {"slope_low": float(low), "slope_high": float(high), "confidence": MEMORY_CONFIDENCE}
+    numbers: G4Numbers = {
+        "slope_low": float(low),
+        "slope_high": float(high),
+        "confidence": MEMORY_CONFIDENCE,
+    }
     if high <= limit:
         return _row("memory_growth", "pass", float(slope), limit, f"growth {interval}", **numbers)
     if low > limit:
@@ -291,7 +334,7 @@ def _memory_row(items: list[dict], limit: float) -> dict:
     )
 
 
-def _unobserved_row(items: list[dict], span: dict, limit: float) -> dict:
+def _unobserved_row(items: list[Window], span: G4Span, limit: float) -> G4Check:
     start = span["started_at"]
     stop = min(span["ended_at"], start + span["duration_s"])
     covered, reach = 0.0, start
@@ -302,7 +345,7 @@ def _unobserved_row(items: list[dict], span: dict, limit: float) -> dict:
     total = max(stop - start, 1e-9)
     share = 100 * (1 - covered / total)
     # Nobody watched the product then: a gap is a measurement problem, never a product fail.
-    verdict = "pass" if share <= limit else "invalid"
+    verdict: RowVerdict = "pass" if share <= limit else "invalid"
     return _row(
         "unobserved",
         verdict,
@@ -312,55 +355,15 @@ def _unobserved_row(items: list[dict], span: dict, limit: float) -> dict:
     )
 
 
-def _limits(spec: dict) -> dict:
-    limits = {"duration_s": spec["duration_h"] * 3600, "window_s": spec["window_min"] * 60}
-    return limits | {key: spec["limits"][key] for key in LIMIT_KEYS}
-
-
-def _parse_windows(windows: Any) -> list[dict]:
-    if not isinstance(windows, list):
-        raise EvidenceError("windows", "must be a list")
-    by_seq: dict[int, dict] = {}
-    for i, raw in enumerate(windows):
-        window = _parse_window(raw, f"windows[{i}]")
-        earlier = by_seq.setdefault(window["seq"], window)
-        if earlier != window:
-            raise EvidenceError(
-                f"windows[{i}].seq", f"seq {window['seq']} twice with different data"
-            )
-    return sorted(by_seq.values(), key=lambda window: window["seq"])
-
-
-def _parse_window(raw: Any, field: str) -> dict:
-    if not isinstance(raw, dict):
-        raise EvidenceError(field, "must be an object")
-    seq = raw.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-        raise EvidenceError(f"{field}.seq", "must be a non-negative integer")
-    start, end = read_number(raw, "start", field), read_number(raw, "end", field)
-    if start is None or end is None or end <= start:
-        raise EvidenceError(f"{field}.end", "start and end must be finite with end after start")
-    if not isinstance(raw.get("crashed"), bool):
-        raise EvidenceError(f"{field}.crashed", "must be true or false")
-    window = {"seq": seq, "start": start, "end": end, "crashed": raw["crashed"]}
-    for key in ("completed", "failed", "memory_bytes"):
-        window[key] = read_count(raw, key, field)
-    for key in ("output_throughput", "ttft_p99_ms"):
-        window[key] = read_count(raw, key, field)
-    window["external_hit_rate"] = read_number(raw, "external_hit_rate", field)
-    return window
-
-
-def _parse_context(context: Any, items: list[dict]) -> tuple[float, float]:
-    if context is not None and not isinstance(context, dict):
-        raise EvidenceError("context", "must be an object or null")
-    context = context or {}
-    first = min((item["start"] for item in items), default=0.0)
-    last = max((item["end"] for item in items), default=0.0)
-    started = read_number(context, "started_at", "context")
-    ended = read_number(context, "ended_at", "context")
-    started = first if started is None else started
-    ended = max(last, started) if ended is None else ended
-    if ended < started:
-        raise EvidenceError("context.ended_at", "must not be before started_at")
-    return started, ended
+def _limits(spec: G4Spec) -> G4Limits:
+    limits = spec["limits"]
+    return {
+        "duration_s": spec["duration_h"] * 3600,
+        "window_s": spec["window_min"] * 60,
+        "max_crashes": limits["max_crashes"],
+        "max_error_rate_pct": limits["max_error_rate_pct"],
+        "max_throughput_drift_pct": limits["max_throughput_drift_pct"],
+        "max_ttft_p99_change_pct": limits["max_ttft_p99_change_pct"],
+        "max_memory_growth_mib_per_h": limits["max_memory_growth_mib_per_h"],
+        "max_unobserved_pct": limits["max_unobserved_pct"],
+    }

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gates.specs.validation import METRICS
+from gates.specs.schema import METRICS
 
 
 def is_number(value: Any) -> bool:

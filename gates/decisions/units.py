@@ -38,8 +38,9 @@ def clause_unit(row: Mapping[str, Any]) -> str | None:
 
 
 def clause_comparison(row: Mapping[str, Any]) -> str | None:
-    if row.get("change") in _G3_UNITS:
-        return row["change"]
+    change = row.get("change")
+    if isinstance(change, str) and change in _G3_UNITS:
+        return change
     name = str(row.get("check") or row.get("metric") or "")
     if name in _CHECKS:
         return _CHECKS[name][0]

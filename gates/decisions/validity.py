@@ -5,10 +5,12 @@ run before any clause. Pure: plain data in and out; imports no Django and does n
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gates.decisions.clauses import G3Spec
+from documents.cell import G3Context, NoiseFloorContext, ValidityCheck
+from gates.decisions.clauses import G3Terms
 from gates.decisions.numbers import finite_float, is_number
 
 # Which server settings each arm kind must run with: (prefix caching, offload).
@@ -35,8 +37,8 @@ class Measurement:
     kind: str
     tier: int
     repetition: int
-    metrics: dict
-    server: dict
+    metrics: dict[str, Any]
+    server: dict[str, Any]
     raw_sha256: str | None = None
 
     @property
@@ -44,7 +46,7 @@ class Measurement:
         return f"{self.arm} tier {self.tier} repetition {self.repetition}"
 
 
-def parse_measurements(raw: Any, spec: G3Spec) -> list[Measurement]:
+def parse_measurements(raw: Any, spec: G3Terms) -> list[Measurement]:
     """Measurements as dataclasses; raises EvidenceError for shapes the programs never emit."""
     if not isinstance(raw, list):
         raise EvidenceError("measurements", "must be a list")
@@ -58,7 +60,7 @@ def parse_measurements(raw: Any, spec: G3Spec) -> list[Measurement]:
     return parsed
 
 
-def parse_context(raw: Any) -> dict:
+def parse_context(raw: Any) -> G3Context:
     """What the engine knows beyond the measurements: the KV planner's verdict, which attempt
     of the gate this is (1 when not said) and the G2 A/A noise floor (or None)."""
     if raw is None:
@@ -79,7 +81,7 @@ def parse_context(raw: Any) -> dict:
     }
 
 
-def _noise(raw: dict) -> dict | None:
+def _noise(raw: dict[str, Any]) -> NoiseFloorContext | None:
     noise = raw.get("noise_floor")
     if noise is None:
         return None
@@ -91,7 +93,7 @@ def _noise(raw: dict) -> dict | None:
     return {"metric": noise["metric"], "sd_log_ratio": sd}
 
 
-def _unavailable_arms(raw: dict) -> dict[str, str]:
+def _unavailable_arms(raw: dict[str, Any]) -> dict[str, str]:
     """Arm roles this host cannot run, with why (e.g. native offload on a CPU-only host): their
     clauses are not evaluated, and say so."""
     arms = raw.get("unavailable_arms") or {}
@@ -102,7 +104,7 @@ def _unavailable_arms(raw: dict) -> dict[str, str]:
     return dict(arms)
 
 
-def read_number(container: dict, key: str, field: str) -> float | None:
+def read_number(container: Mapping[str, Any], key: str, field: str) -> float | None:
     """A numeric value or None when absent or not finite; other types are an EvidenceError."""
     value = container.get(key)
     if value is None:
@@ -112,7 +114,9 @@ def read_number(container: dict, key: str, field: str) -> float | None:
     return finite_float(value)
 
 
-def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict) -> list[dict]:
+def check_validity(
+    measurements: list[Measurement], spec: G3Terms, context: G3Context
+) -> list[ValidityCheck]:
     """Every validity check, one dict each; `ok` is True, False (invalid) or None (unknown)."""
     checks = [_kv_check(spec, context)] if spec.validity.require_kv_exceeds_vram else []
     checks.extend(_duplicate_raw_checks(measurements))
@@ -132,7 +136,7 @@ def check_validity(measurements: list[Measurement], spec: G3Spec, context: dict)
     return checks
 
 
-def summarize_unknowns(checks: list[dict]) -> list[str]:
+def summarize_unknowns(checks: list[ValidityCheck]) -> list[str]:
     """One note per (check, arm) whose state could not be observed: said, never invalidating."""
     counts = Counter((check["check"], check["arm"]) for check in checks if check["ok"] is None)
     return [
@@ -145,7 +149,7 @@ def summarize_unknowns(checks: list[dict]) -> list[str]:
     ]
 
 
-def _parse_measurement(item: Any, i: int, spec: G3Spec) -> Measurement:
+def _parse_measurement(item: Any, i: int, spec: G3Terms) -> Measurement:
     where = f"measurements[{i}]"
     if not isinstance(item, dict):
         raise EvidenceError(where, "must be an object")
@@ -178,7 +182,7 @@ def _integer(value: Any, field: str) -> int:
 
 def _check(
     name: str, item: Measurement | None, observed: Any, limit: Any, ok: bool | None, why: str
-) -> dict:
+) -> ValidityCheck:
     where = f"{item.label}: " if item else ""
     return {
         "check": name,
@@ -192,7 +196,7 @@ def _check(
     }
 
 
-def read_count(container: dict, key: str, field: str) -> float | None:
+def read_count(container: Mapping[str, Any], key: str, field: str) -> float | None:
     """Like read_number, for counts: a negative count is an EvidenceError."""
     value = read_number(container, key, field)
     if value is not None and value < 0:
@@ -200,7 +204,7 @@ def read_count(container: dict, key: str, field: str) -> float | None:
     return value
 
 
-def _completed_check(item: Measurement) -> dict:
+def _completed_check(item: Measurement) -> ValidityCheck:
     completed = read_count(item.metrics, "completed", f"measurements[{item.index}].metrics")
     if completed is None:
         return _check("completed", item, None, "> 0", None, "completed requests not reported")
@@ -209,7 +213,7 @@ def _completed_check(item: Measurement) -> dict:
     return _check("completed", item, completed, "> 0", ok, why)
 
 
-def _failed_check(item: Measurement, limit: float) -> dict:
+def _failed_check(item: Measurement, limit: float) -> ValidityCheck:
     field = f"measurements[{item.index}].metrics"
     completed = read_count(item.metrics, "completed", field)
     failed = read_count(item.metrics, "failed", field)
@@ -222,7 +226,7 @@ def _failed_check(item: Measurement, limit: float) -> dict:
     return _check("failed_pct", item, share, limit, ok, why)
 
 
-def _concurrency_check(item: Measurement) -> dict:
+def _concurrency_check(item: Measurement) -> ValidityCheck:
     client = read_count(item.metrics, "max_concurrency", f"measurements[{item.index}].metrics")
     peak = read_count(item.server, "peak_running", f"measurements[{item.index}].server")
     observed = {"max_concurrency": client, "peak_running": peak}
@@ -235,7 +239,7 @@ def _concurrency_check(item: Measurement) -> dict:
     return _check("concurrency", item, observed, item.tier, ok, why)
 
 
-def _arm_check(item: Measurement) -> dict:
+def _arm_check(item: Measurement) -> ValidityCheck:
     expected = dict(
         zip(("prefix_caching", "offload_enabled"), ARM_SETTINGS[item.kind], strict=True)
     )
@@ -261,7 +265,7 @@ def _arm_check(item: Measurement) -> dict:
     return _check("arm_config", item, observed, expected, True, f"ran as a {item.kind} arm")
 
 
-def _hit_rate_check(item: Measurement, floor: float) -> dict:
+def _hit_rate_check(item: Measurement, floor: float) -> ValidityCheck:
     rate = read_number(item.server, "external_hit_rate", f"measurements[{item.index}].server")
     if rate is None:
         return _check(
@@ -278,7 +282,7 @@ def _hit_rate_check(item: Measurement, floor: float) -> dict:
     )
 
 
-def _kv_check(spec: G3Spec, context: dict) -> dict:
+def _kv_check(spec: G3Terms, context: G3Context) -> ValidityCheck:
     flag = context["kv_exceeds_vram"]
     if flag is None:
         return _check("kv_exceeds_vram", None, None, True, None, "KV working set vs VRAM unknown")
@@ -290,7 +294,7 @@ def _kv_check(spec: G3Spec, context: dict) -> dict:
     return _check("kv_exceeds_vram", None, flag, True, flag, why)
 
 
-def _duplicate_raw_checks(measurements: list[Measurement]) -> list[dict]:
+def _duplicate_raw_checks(measurements: list[Measurement]) -> list[ValidityCheck]:
     """Two cells backed by the same raw file (same SHA-256) measured nothing twice: a copied
     result gives zero spread and false certainty, so the run is invalid, naming both."""
     first_seen: dict[str, Measurement] = {}
@@ -308,7 +312,7 @@ def _duplicate_raw_checks(measurements: list[Measurement]) -> list[dict]:
     return checks
 
 
-def _preemption_check(item: Measurement, limit: int) -> dict:
+def _preemption_check(item: Measurement, limit: int) -> ValidityCheck:
     count = read_count(item.server, "preemptions", f"measurements[{item.index}].server")
     if count is None:
         return _check("preemptions", item, None, limit, None, "preemptions not reported")

@@ -7,6 +7,7 @@ in force, and the alert to the other party quotes it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ class FieldChange:
     before: Any
     after: Any
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "field": self.field,
             "before": None if self.before is ABSENT else self.before,
@@ -39,7 +40,7 @@ class FieldChange:
         return f"{self.field}: {show(self.before)} -> {show(self.after)}"
 
 
-def spec_changes(before: dict, after: dict) -> list[FieldChange]:
+def spec_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[FieldChange]:
     """Every leaf that differs, named by its path: `expect.free_disk_min_gib`, `tiers`."""
     changes: list[FieldChange] = []
     _walk("", before, after, changes)
@@ -93,5 +94,5 @@ def _list_of_objects(value: Any) -> bool:
 def _same(a: Any, b: Any) -> bool:
     # 1 and 1.0 are the same bar; true and 1 are not.
     if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return a == b
+        return type(a) is type(b) and bool(a == b)
+    return bool(a == b)

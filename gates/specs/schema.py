@@ -7,20 +7,24 @@ the module callers use (it re-exports the vocabulary).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, get_args
 
+from documents.cell import Better
+from documents.spec import ArmKind, ChangeKind, Dataset, GateKind
 from gates.specs import statistics as spec_statistics
 from runners.workloads import DATASET_FIELDS
 
-GATE_KINDS = ("G1", "G2", "G3", "G4")
-DATASETS = ["random", "prefix_repetition", "cold_recovery", "sharegpt"]
-ARM_KINDS = ("resident", "offload", "recompute")
-CHANGE_KINDS = ("reduction", "gain", "ratio")
+# The vocabularies are documents.spec's Literals: one definition for the schema and the types.
+GATE_KINDS: tuple[str, ...] = get_args(GateKind)
+DATASETS: list[str] = list(get_args(Dataset))
+ARM_KINDS: tuple[str, ...] = get_args(ArmKind)
+CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 # A metric a spec may name -> (key in a normalized run's metrics, percentile key or None,
 # which way is better).
 _LATENCY_STATS = {"p50": "median", "p90": "p90", "p99": "p99", "mean": "mean"}
-METRICS: dict[str, tuple[str, str | None, str]] = {
+METRICS: dict[str, tuple[str, str | None, Better]] = {
     f"{family}_{stat}": (f"{family}_ms", key, "lower")
     for family in ("ttft", "tpot", "itl", "e2el")
     for stat, key in _LATENCY_STATS.items()
@@ -34,15 +38,19 @@ METRICS.update(
 KNOWN_METRICS = frozenset(METRICS)
 
 
-def _integer(low: int, high: int) -> dict:
+# A JSON schema (or a part of one) is free-form JSON.
+JsonSchema = dict[str, Any]
+
+
+def _integer(low: int, high: int) -> JsonSchema:
     return {"type": "integer", "minimum": low, "maximum": high}
 
 
-def _number(low: float, high: float) -> dict:
+def _number(low: float, high: float) -> JsonSchema:
     return {"type": "number", "minimum": low, "maximum": high}
 
 
-def _obj(properties: dict, required: list[str] | None = None) -> dict:
+def _obj(properties: JsonSchema, required: list[str] | None = None) -> JsonSchema:
     return {
         "type": "object",
         "properties": properties,
@@ -86,7 +94,9 @@ SERVER = _obj(
 )
 
 
-def _gate(kind: str, sections: dict, *, server: bool = True, optional: dict | None = None) -> dict:
+def _gate(
+    kind: str, sections: JsonSchema, *, server: bool = True, optional: JsonSchema | None = None
+) -> JsonSchema:
     """A gate kind's spec: gate, version, its own sections and stop_loss; server (and the
     kind's `optional` sections) may be left out."""
     required = {

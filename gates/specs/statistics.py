@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from documents.spec import ClauseSpec, Repetitions, Workload
+
 # Optional, so specs written before it keep per-attempt control.
 STATISTICS = {
     "type": "object",
@@ -45,19 +47,21 @@ MIN_REPETITIONS = 4
 Problem = tuple[str, str]
 
 
-def repetition_problems(repetitions: dict) -> list[Problem]:
+def repetition_problems(repetitions: Repetitions) -> list[Problem]:
     """Looks fall on even counts, so the A B C / C B A order cancels drift at every look; four
     pairs at the first look give its t statistic 3 degrees of freedom."""
     problems = []
     if repetitions["min"] < MIN_REPETITIONS:
         problems.append(("min", f"must be at least {MIN_REPETITIONS}"))
-    for key in ("min", "max"):
-        if repetitions[key] % 2:
+    for key, count in (("min", repetitions["min"]), ("max", repetitions["max"])):
+        if count % 2:
             problems.append((key, "must be even (looks fall on whole A B C / C B A pairs)"))
     return problems
 
 
-def clause_problems(clause: dict, percentile_key: str | None, workload: dict) -> list[Problem]:
+def clause_problems(
+    clause: ClauseSpec, percentile_key: str | None, workload: Workload
+) -> list[Problem]:
     """A claim in the wrong unit, or a percentile the workload has too few requests for."""
     change = clause["change"]
     key, other = ("claimed", "claimed_pct") if change == "ratio" else ("claimed_pct", "claimed")

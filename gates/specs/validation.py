@@ -1,8 +1,9 @@
 """Gate specs: the one validation of each gate kind's JSON contract (the schema and vocabulary
 in gates/specs/schema.py, re-exported here), the semantic rules, the digest and the defaults.
-The decision engine reads only specs this module accepted. Pure: plain JSON in, field errors
-out; imports no Django and nothing from gates.decisions (the engine imports this module,
-never the other way round).
+parse_spec is the edge where JSON becomes a typed documents.spec.Spec: the decision engine
+reads only specs this module accepted. Pure: plain JSON in, field errors out; imports no
+Django and nothing from gates.decisions (the engine imports this module, never the other way
+round).
 """
 
 from __future__ import annotations
@@ -12,11 +13,22 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast, overload
 
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, ValidationError, validators
 
+from documents.spec import (
+    Arms,
+    ClauseSpec,
+    Expect,
+    G1Spec,
+    G2Spec,
+    G3Spec,
+    G4Spec,
+    Spec,
+)
 from gates.specs import statistics as spec_statistics
 from gates.specs.schema import (  # noqa: F401 (re-exported: the vocabulary callers use)
     ARM_KINDS,
@@ -41,6 +53,15 @@ class FieldError:
         return f"{self.field}: {self.message}"
 
 
+class InvalidSpecError(ValueError):
+    """A document parse_spec refused; `errors` names every problem (FieldError is a value,
+    not an exception, so validate_spec can return them all)."""
+
+    def __init__(self, errors: list[FieldError]):
+        self.errors = errors
+        super().__init__("; ".join(str(error) for error in errors))
+
+
 _TYPES = Draft202012Validator.TYPE_CHECKER
 # jsonschema counts 8.0 as an integer and lets NaN past every bound (NaN compares false);
 # the engine slices by repetitions and sums thresholds, so a contract number is a finite
@@ -60,7 +81,30 @@ _StrictValidator = validators.extend(
 _VALIDATORS = {kind: _StrictValidator(schema) for kind, schema in SCHEMAS.items()}
 
 
-def validate_spec(kind: str, document: Any) -> list[FieldError]:
+@overload
+def parse_spec(document: object, kind: Literal["G1"]) -> G1Spec: ...
+@overload
+def parse_spec(document: object, kind: Literal["G2"]) -> G2Spec: ...
+@overload
+def parse_spec(document: object, kind: Literal["G3"]) -> G3Spec: ...
+@overload
+def parse_spec(document: object, kind: Literal["G4"]) -> G4Spec: ...
+@overload
+def parse_spec(document: object, kind: str | None = None) -> Spec: ...
+def parse_spec(document: object, kind: str | None = None) -> Spec:
+    """`document` as the typed spec of gate `kind` (by default the kind it states), or
+    InvalidSpecError with every problem validate_spec finds. The same object, not a copy:
+    JSON stays the stored form, the type says what its keys hold."""
+    if kind is None:
+        stated = document.get("gate") if isinstance(document, dict) else None
+        kind = stated if isinstance(stated, str) else str(stated)
+    errors = validate_spec(kind, document)
+    if errors:
+        raise InvalidSpecError(errors)
+    return _accepted(document)
+
+
+def validate_spec(kind: str, document: object) -> list[FieldError]:
     """Every problem with `document` as a spec for gate `kind`; empty when it is valid."""
     if kind not in SCHEMAS:
         return [FieldError("gate", f"unknown gate kind {kind!r}")]
@@ -74,50 +118,70 @@ def validate_spec(kind: str, document: Any) -> list[FieldError]:
     ]
     if errors:
         return sorted(set(errors), key=lambda e: (e.field, e.message))
-    return _semantic_errors(kind, document)
+    return _semantic_errors(_accepted(document))
 
 
-def default_spec(kind: str) -> dict:
+def _accepted(document: object) -> Spec:
+    # The schema (its `gate` const picks the kind) is what makes a JSON object a Spec; a type
+    # checker cannot follow it, so the cast records what validation established.
+    return cast(Spec, document)
+
+
+@overload
+def default_spec(kind: Literal["G1"]) -> G1Spec: ...
+@overload
+def default_spec(kind: Literal["G2"]) -> G2Spec: ...
+@overload
+def default_spec(kind: Literal["G3"]) -> G3Spec: ...
+@overload
+def default_spec(kind: Literal["G4"]) -> G4Spec: ...
+@overload
+def default_spec(kind: str) -> Spec: ...
+def default_spec(kind: str) -> Spec:
     """The default template for a gate kind (a fresh copy each call)."""
-    return json.loads((TEMPLATES_DIR / f"{kind}.json").read_text())
+    return parse_spec(json.loads((TEMPLATES_DIR / f"{kind}.json").read_text()), kind)
 
 
-def spec_digest(document: dict) -> str:
+def spec_digest(document: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON: what both parties sign."""
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def inventory_digest(engagement_id: int, inventory: dict) -> str:
+def inventory_digest(engagement_id: int, inventory: Mapping[str, Any]) -> str:
     """What both parties sign to amend an engagement's accepted host inventory: the engagement
     is inside the digest, so a signature given for one engagement holds for no other."""
     return spec_digest({"engagement": engagement_id, "inventory": inventory})
 
 
-def with_version(document: dict, version: int) -> dict:
-    updated = copy.deepcopy(document)
+def with_version(document: Mapping[str, Any], version: int) -> dict[str, Any]:
+    updated = copy.deepcopy(dict(document))
     updated["version"] = version
     return updated
 
 
-def _semantic_errors(kind: str, document: dict) -> list[FieldError]:
+def _semantic_errors(spec: Spec) -> list[FieldError]:
     """The rules a JSON schema cannot say, run once the document has the schema's shape."""
-    if kind == "G1":
-        return _g1_errors(document["expect"])
-    if kind == "G2":
-        return _metric_errors("noise_floor.metric", document["noise_floor"]["metric"])
-    if kind == "G3":
-        return _g3_errors(document)
-    if document["window_min"] > document["duration_h"] * 60:
+    if spec["gate"] == "G1":
+        return _g1_errors(spec["expect"])
+    if spec["gate"] == "G2":
+        return _metric_errors("noise_floor.metric", spec["noise_floor"]["metric"])
+    if spec["gate"] == "G3":
+        return _g3_errors(spec)
+    if spec["window_min"] > spec["duration_h"] * 60:
         return [FieldError("window_min", "a window cannot be longer than the soak")]
     return []
 
 
-def _g1_errors(expect: dict) -> list[FieldError]:
+def _g1_errors(expect: Expect) -> list[FieldError]:
     errors = []
-    for key in ("gpu_model_pattern", "kernel_pattern"):
+    patterns = {
+        "gpu_model_pattern": expect.get("gpu_model_pattern"),
+        "kernel_pattern": expect.get("kernel_pattern"),
+    }
+    for key, pattern in patterns.items():
         try:
-            re.compile(expect.get(key) or "")
+            re.compile(pattern or "")
         except (re.error, OverflowError) as error:  # OverflowError: a{4294967296}
             errors.append(
                 FieldError(f"expect.{key}", f"is not a valid regular expression: {error}")
@@ -131,8 +195,8 @@ def _metric_errors(field: str, name: str) -> list[FieldError]:
     return [FieldError(field, f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}")]
 
 
-def _g3_errors(document: dict) -> list[FieldError]:
-    errors = []
+def _g3_errors(document: G3Spec) -> list[FieldError]:
+    errors: list[FieldError] = []
     repetitions = document["repetitions"]
     if repetitions["min"] > repetitions["max"]:
         errors.append(FieldError("repetitions.min", "must not exceed repetitions.max"))
@@ -149,7 +213,7 @@ def _g3_errors(document: dict) -> list[FieldError]:
     return errors + [FieldError(f"repetitions.{name}", message) for name, message in plan]
 
 
-def _compare_errors(field: str, compare: str, arms: dict) -> list[FieldError]:
+def _compare_errors(field: str, compare: str, arms: Arms) -> list[FieldError]:
     a, b = compare.split("/")
     unknown = [role for role in (a, b) if role not in arms]
     if unknown:
@@ -161,7 +225,7 @@ def _compare_errors(field: str, compare: str, arms: dict) -> list[FieldError]:
     return []
 
 
-def _threshold_errors(where: str, clause: dict) -> list[FieldError]:
+def _threshold_errors(where: str, clause: ClauseSpec) -> list[FieldError]:
     # A ratio is a bare factor (8.6x); a reduction or gain is in percent.
     change = clause["change"]
     key, other = ("at_least", "at_least_pct") if change == "ratio" else ("at_least_pct", "at_least")
@@ -169,19 +233,22 @@ def _threshold_errors(where: str, clause: dict) -> list[FieldError]:
         return [FieldError(f"{where}.{other}", f"does not apply to change {change!r}; use {key}")]
     if key not in clause:
         return [FieldError(f"{where}.{key}", f"is required for change {change!r}")]
-    if change == "reduction" and clause[key] >= 100:
+    # For a reduction `key` is at_least_pct, present from here on.
+    if change == "reduction" and clause["at_least_pct"] >= 100:
         return [FieldError(f"{where}.{key}", "a reduction must be below 100 %")]
     return []
 
 
-def _clause_tier_errors(field: str, chosen: Any, tiers: list[int]) -> list[FieldError]:
+def _clause_tier_errors(
+    field: str, chosen: Literal["all"] | list[int], tiers: list[int]
+) -> list[FieldError]:
     odd = [] if chosen == "all" else [tier for tier in chosen if tier not in tiers]
     if odd:
         return [FieldError(field, f"tier {odd[0]} is not one of the spec's tiers {tiers}")]
     return []
 
 
-def _field_errors(error) -> list[FieldError]:
+def _field_errors(error: ValidationError) -> list[FieldError]:
     path = list(error.absolute_path)
     if error.validator == "required":
         missing = [name for name in error.validator_value if name not in error.instance]
@@ -194,7 +261,7 @@ def _field_errors(error) -> list[FieldError]:
     return [FieldError(_field_name(path), message)]
 
 
-def _field_name(path: list) -> str:
+def _field_name(path: list[str | int]) -> str:
     name = ""
     for part in path:
         name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))

@@ -50,7 +50,7 @@ def critical_values(
 @lru_cache(maxsize=512)
 def _critical_values(
     looks: tuple[int, ...], max_repetitions: int, level: float, pool: int = 1
-) -> tuple:
+) -> tuple[float, ...]:
     paths = _null_t_statistics(looks, pool)
     alive = np.ones(paths.shape[0], dtype=bool)
     crossed = 0

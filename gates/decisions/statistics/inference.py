@@ -12,11 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from documents.cell import CellVerdict, PlanSummary
 from gates.decisions.statistics.boundaries import METHOD, critical_values
 from gates.decisions.statistics.pooling import pooled_variance
 
 PASS, FAIL, OPEN = 1, -1, 0
-VERDICT_NAMES = {PASS: "pass", FAIL: "fail", OPEN: "inconclusive"}
+VERDICT_NAMES: dict[int, CellVerdict] = {PASS: "pass", FAIL: "fail", OPEN: "inconclusive"}
 PLAN_METHOD = (
     "looks at min, the even midpoint and max repetitions; the two-sided error budget "
     "(1 - confidence) is split evenly across the spec's attempts; per side, "
@@ -77,7 +78,7 @@ class SequentialPlan:
         """The first planned look that needs more than `pairs` repetitions, if any is left."""
         return next((size for size in self.looks if size > pairs), None)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> PlanSummary:
         return {
             "min_repetitions": self.min_repetitions,
             "max_repetitions": self.max_repetitions,
@@ -107,8 +108,8 @@ class LookOutcome:
     low: np.ndarray
     high: np.ndarray
     fail_critical: np.ndarray
-    pass_critical: np.ndarray | None = None
-    pooled: np.ndarray | None = None
+    pass_critical: np.ndarray
+    pooled: np.ndarray
 
 
 def t_interval(samples: np.ndarray, alpha: float, sd_floor: float = 0.0) -> tuple[np.ndarray, ...]:
@@ -179,7 +180,18 @@ def decide_cells(
         t_values[:, ~reached] = np.inf
         tables = _fail_tables(plan, pool, family, index)
         _holm_fail(t_values, tables, pool, family, failed, verdict, numbers[4])
-    return LookOutcome(verdict, look, *numbers[:5], pass_critical=numbers[5], pooled=pooled_at)
+    mean_at, sd_at, low_at, high_at, fail_at, pass_at = numbers
+    return LookOutcome(
+        verdict,
+        look,
+        mean_at,
+        sd_at,
+        low_at,
+        high_at,
+        fail_at,
+        pass_critical=pass_at,
+        pooled=pooled_at,
+    )
 
 
 def _pass_critical(plan: SequentialPlan, pool: np.ndarray, index: int) -> np.ndarray:
@@ -189,7 +201,9 @@ def _pass_critical(plan: SequentialPlan, pool: np.ndarray, index: int) -> np.nda
     return critical
 
 
-def _fail_tables(plan, pool: np.ndarray, family: int, index: int) -> dict[int, np.ndarray]:
+def _fail_tables(
+    plan: SequentialPlan, pool: np.ndarray, family: int, index: int
+) -> dict[int, np.ndarray]:
     """Per pool size: the fail-side critical value at this look for 1..family standing."""
     tables = {1: np.array([plan.fail_critical(m)[index] for m in range(1, family + 1)])}
     for k in np.unique(pool[pool > 1]):

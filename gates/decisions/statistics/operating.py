@@ -3,7 +3,7 @@ given noise (the G2 A/A sd of log-ratios, or a stated coefficient of variation),
 pass, fail and inconclusive against the true effect, per clause and for the gate, the expected
 repetitions and host hours, and a warning where the power at the vendor's claimed effect is
 below what the spec wants. Simulated with the engine's own sequential walk (seeded, vectorized).
-Pure: plain data in, a JSON-able dict out; imports no Django and does no I/O.
+Pure: a typed spec in, a typed JSON-able document out; imports no Django and does no I/O.
 """
 
 from __future__ import annotations
@@ -12,7 +12,16 @@ import math
 
 import numpy as np
 
-from gates.decisions.clauses import Clause, G3Spec, change_to_ratio, parse_g3_spec, ratio_to_change
+from documents.characteristic import (
+    ClauseCharacteristic,
+    EffectRow,
+    GateCharacteristic,
+    NoCharacteristic,
+    OperatingCharacteristic,
+    SimulatedOutcome,
+)
+from documents.spec import G3Spec
+from gates.decisions.clauses import Clause, G3Terms, change_to_ratio, parse_g3_spec, ratio_to_change
 from gates.decisions.statistics.inference import FAIL, OPEN, PASS, SequentialPlan, decide_cells
 
 DEFAULT_MIN_POWER = 0.8
@@ -26,21 +35,21 @@ def sd_from_cv(cv_pct: float) -> float:
 
 
 def operating_characteristic(
-    spec: dict,
+    spec: G3Spec,
     *,
     sd_log_ratio: float | None = None,
     noise_source: str | None = None,
     hours_per_repetition: float | None = None,
     gates: int = 4000,
     seed: int = 13,
-) -> dict:
+) -> OperatingCharacteristic | NoCharacteristic:
     """What the spec decides at this noise; the spec's `statistics.noise_cv_pct` when no
     measured sd is given. `available` is False (and says why) when neither is known."""
     parsed = parse_g3_spec(spec)
     stated = (spec.get("statistics") or {}).get("noise_cv_pct")
-    if sd_log_ratio is None and stated is None:
-        return {"available": False, "reason": "no noise known: run G2, or state noise_cv_pct"}
     if sd_log_ratio is None:
+        if stated is None:
+            return {"available": False, "reason": "no noise known: run G2, or state noise_cv_pct"}
         sd_log_ratio, noise_source = sd_from_cv(stated), f"the spec's stated CV {stated:g} %"
     sd = max(sd_log_ratio, parsed.statistics.sd_floor)
     plan = _plan(parsed)
@@ -61,7 +70,7 @@ def operating_characteristic(
     }
 
 
-def _plan(parsed: G3Spec) -> SequentialPlan:
+def _plan(parsed: G3Terms) -> SequentialPlan:
     cells = sum(len(clause.tiers) for clause in parsed.clauses)
     return SequentialPlan(
         parsed.min_repetitions,
@@ -73,8 +82,13 @@ def _plan(parsed: G3Spec) -> SequentialPlan:
 
 
 def _simulate(
-    margins: np.ndarray, plan: SequentialPlan, sd: float, gates: int, rng, groups=None
-) -> dict:
+    margins: np.ndarray,
+    plan: SequentialPlan,
+    sd: float,
+    gates: int,
+    rng: np.random.Generator,
+    groups: np.ndarray | None = None,
+) -> SimulatedOutcome:
     """Gate outcomes for cells with these true margins (log scale, positive passes); `groups`
     the clause of each cell when the spec pools a clause's sd across its tiers."""
     noise = rng.normal(0.0, sd, (gates, len(margins), plan.max_repetitions))
@@ -111,13 +125,18 @@ def _units(clause: Clause, margin: float) -> float:
 
 
 def _clause_rows(
-    clause: Clause, plan: SequentialPlan, sd: float, gates: int, rng, pool: bool = False
-) -> dict:
+    clause: Clause,
+    plan: SequentialPlan,
+    sd: float,
+    gates: int,
+    rng: np.random.Generator,
+    pool: bool = False,
+) -> ClauseCharacteristic:
     """The clause's cells at each true effect; the gate's other cells taken as clear."""
     groups = np.zeros(len(clause.tiers), dtype=int) if pool else None
     margins = [step * sd for step in STEPS_IN_SD]
     claim = None if clause.claimed is None else _margin(clause, clause.claimed)
-    rows = []
+    rows: list[EffectRow] = []
     for margin in sorted({*margins, *([claim] if claim is not None else [])}):
         if clause.change == "reduction" and _units(clause, margin) >= 100:
             continue
@@ -137,7 +156,14 @@ def _clause_rows(
     }
 
 
-def _gate_at_claims(parsed: G3Spec, plan, sd, gates, rng, hours: float | None) -> dict:
+def _gate_at_claims(
+    parsed: G3Terms,
+    plan: SequentialPlan,
+    sd: float,
+    gates: int,
+    rng: np.random.Generator,
+    hours: float | None,
+) -> GateCharacteristic:
     """Every cell at its clause's claimed effect (at its bar where a clause claims none)."""
     margins = np.array(
         [
@@ -155,7 +181,9 @@ def _gate_at_claims(parsed: G3Spec, plan, sd, gates, rng, hours: float | None) -
     return {"at_claims": {**found, "host_hours": host_hours}, "at_bars": at_bars}
 
 
-def _warnings(clauses: list[dict], gate: dict, min_power: float) -> list[str]:
+def _warnings(
+    clauses: list[ClauseCharacteristic], gate: GateCharacteristic, min_power: float
+) -> list[str]:
     warnings = [
         f"clause {row['clause']} ({row['metric']} {row['compare']} {row['change']}) states no "
         "claimed effect: the gate's power is shown with it at its bar"

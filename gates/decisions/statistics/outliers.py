@@ -8,16 +8,19 @@ Pure: plain dicts in and out; imports no Django.
 
 from __future__ import annotations
 
+from documents.cell import ValidityCheck
+
 DISTURBANCES = ("failed_pct", "preemptions")
 
 
-def set_aside_disturbed(checks: list[dict], max_reruns: int) -> dict[int, list[str]]:
+def set_aside_disturbed(checks: list[ValidityCheck], max_reruns: int) -> dict[int, list[str]]:
     """The first `max_reruns` disturbed repetitions and why; their disturbance checks are marked
     `set_aside` so they no longer invalidate the run (other broken checks still do)."""
     disturbed: dict[int, list[str]] = {}
     for check in checks:
-        if _is_disturbance(check):
-            disturbed.setdefault(check["repetition"], []).append(check["reason"])
+        repetition = check["repetition"]
+        if repetition is not None and _is_disturbance(check):
+            disturbed.setdefault(repetition, []).append(check["reason"])
     chosen = {rep: disturbed[rep] for rep in sorted(disturbed)[:max_reruns]}
     for check in checks:
         if _is_disturbance(check) and check["repetition"] in chosen:
@@ -32,7 +35,7 @@ def set_aside_notes(aside: dict[int, list[str]]) -> list[str]:
     ]
 
 
-def _is_disturbance(check: dict) -> bool:
+def _is_disturbance(check: ValidityCheck) -> bool:
     return (
         check["ok"] is False
         and check["check"] in DISTURBANCES

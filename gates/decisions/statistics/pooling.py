@@ -62,17 +62,18 @@ def pooling_supported(cells: np.ndarray) -> np.ndarray:
     spread = np.all(squares > 0, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         _, p_value = stats.bartlett(*np.moveaxis(cells, 1, 0), axis=-1)
-    return (
+    supported: np.ndarray = (
         spread
         & (np.nan_to_num(p_value) >= HOMOGENEITY_ALPHA)
         & (mean_correlation(deviations, squares) <= MAX_MEAN_CORRELATION)
     )
+    return supported
 
 
 def mean_correlation(deviations: np.ndarray, squares: np.ndarray) -> np.ndarray:
     """The mean Pearson correlation over every pair of the k cells, per row."""
     k = deviations.shape[1]
-    total = np.zeros(deviations.shape[0])
+    total: np.ndarray = np.zeros(deviations.shape[0])
     for i in range(k):
         for j in range(i + 1, k):
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -80,4 +81,5 @@ def mean_correlation(deviations: np.ndarray, squares: np.ndarray) -> np.ndarray:
                     squares[:, i] * squares[:, j]
                 )
             total += np.nan_to_num(r, nan=1.0)
-    return total / (k * (k - 1) / 2)
+    mean: np.ndarray = total / (k * (k - 1) / 2)
+    return mean

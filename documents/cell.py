@@ -1,0 +1,173 @@
+"""A G3 decision's parts: each clause cell (which clause and tier, its repetitions, its
+numbers in clause units and on the ratio scale), the re-run plan and what the engine read.
+Standard library only; documents.decision assembles the G3 result from these.
+"""
+
+# No `from __future__ import annotations`: Python 3.11 reads NotRequired from evaluated
+# annotations only, and __required_keys__ must be right for code that inspects these types.
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from documents.spec import ChangeKind
+
+RowVerdict = Literal["pass", "fail", "inconclusive", "invalid"]
+CellVerdict = Literal["pass", "fail", "inconclusive"]
+Better = Literal["lower", "higher"]
+
+
+class ValidityCheck(TypedDict):
+    """A G3 validity rule on one measurement (or the run: arm, tier, repetition None); ok None:
+    not observed, never invalidating. set_aside: a disturbance the outlier rule re-runs."""
+
+    check: str
+    arm: str | None
+    tier: int | None
+    repetition: int | None
+    observed: Any
+    limit: Any
+    ok: bool | None
+    reason: str
+    set_aside: NotRequired[bool]
+
+
+class Pair(TypedDict):
+    """One repetition of a cell: metric(a), metric(b), log(a / b) and the ratio (None beyond
+    exp()'s range)."""
+
+    repetition: int
+    a: float
+    b: float
+    log_ratio: float
+    ratio: float | None
+
+
+class Shown(TypedDict):
+    estimate: str | None
+    interval: str | None
+    look: str
+
+
+class RatioReadout(TypedDict):
+    """Estimate and interval on the ratio scale; None beyond the readout's cap (unbounded)."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    bound: float
+
+
+class LogRatioReadout(TypedDict):
+    mean: float | None
+    sd: float | None
+    t_quantile: float | None
+    # How many tiers of the clause its sd was pooled over (1: its own); only at a look.
+    sd_pooled_over: NotRequired[int]
+
+
+class CellHead(TypedDict):
+    """Which clause and tier a cell is, and the repetitions it was decided from.
+    not_evaluated: the cell is on an arm this host cannot run (never a pass or a fail)."""
+
+    clause: int
+    metric: str
+    compare: str
+    change: ChangeKind
+    tier: int
+    threshold: float
+    better: Better
+    pairs: list[Pair]
+    dropped: list[str]
+    sd_floor: float | None
+    repetitions_shown: str
+    not_evaluated: NotRequired[bool]
+
+
+class CellReadout(TypedDict):
+    """A cell's numbers in clause units (estimate, low, high) and how they read."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    n: int
+    look: int | None
+    confidence_at_look: float | None
+    shown: Shown
+    ratio: RatioReadout
+    log_ratio: LogRatioReadout
+
+
+class G3Cell(CellHead, CellReadout):
+    """One clause at one tier: what it is, its numbers, its verdict and why."""
+
+    verdict: RowVerdict
+    cause: str
+
+
+class SetAside(TypedDict):
+    repetition: int
+    reasons: list[str]
+
+
+class NextStep(TypedDict):
+    """decide: record the verdict; run: `more` repetitions first."""
+
+    action: Literal["decide", "run"]
+    more: int
+    reason: str
+
+
+class PlanSummary(TypedDict):
+    """gates.decisions.statistics.inference.SequentialPlan, as the evidence shows it."""
+
+    min_repetitions: int
+    max_repetitions: int
+    confidence: float
+    attempts: int
+    attempt_alpha: float
+    cells: int
+    looks: list[int]
+    look_alphas: list[float]
+    pass_critical_t: list[float]
+    first_fail_critical_t: list[float]
+    method: str
+
+
+class StatisticsApplied(TypedDict):
+    """gates.decisions.clauses.StatisticsRules: the spec's statistics, defaults filled in."""
+
+    attempts: int
+    sd_floor: float
+    max_reruns: int
+    max_preemptions: int | None
+    pool_tiers: bool
+
+
+class ValidityApplied(TypedDict):
+    max_failed_pct: float
+    min_external_hit_rate: float
+    require_kv_exceeds_vram: bool
+
+
+class NoiseFloorContext(TypedDict):
+    metric: str
+    sd_log_ratio: float
+
+
+class G3Context(TypedDict):
+    """What decide_g3 knows beyond the measurements (gates.decisions.validity.parse_context)."""
+
+    kv_exceeds_vram: bool | None
+    attempt: int
+    noise_floor: NoiseFloorContext | None
+    unavailable_arms: dict[str, str]
+
+
+class G3Inputs(TypedDict):
+    arms: dict[str, str]
+    tiers: list[int]
+    plan: PlanSummary
+    attempt: int
+    statistics: StatisticsApplied
+    validity_limits: ValidityApplied
+    context: G3Context
+    repetitions_seen: list[int]
