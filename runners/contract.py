@@ -25,7 +25,7 @@ CONTRACT_CHECK_ENGINE = "tollgate contract check"
 INVENTORY_CHECK = "inventory."
 
 
-def inventory_of(facts: dict) -> dict[str, Any]:
+def inventory_of(facts: dict[str, Any]) -> dict[str, Any]:
     """What the contract pins of a host: GPUs, driver and toolkits, vLLM, the tier, memory."""
     gpus = (facts.get("gpu_inventory") or {}).get("gpus") or []
     inventory = facts.get("gpu_inventory") or {}
@@ -43,15 +43,17 @@ def inventory_of(facts: dict) -> dict[str, Any]:
     }
 
 
-def first_reported(probe_facts: Iterable[dict]) -> dict:
+def first_reported(probe_facts: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The facts of the check's probes, in its order, merged: the first to report one wins."""
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     for found in probe_facts:
         facts.update({k: v for k, v in found.items() if facts.get(k) is None})
     return facts
 
 
-def inventory_differences(accepted: dict, observed: dict) -> list[dict[str, Any]]:
+def inventory_differences(
+    accepted: dict[str, Any], observed: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Each field whose value changed since G1 accepted it; a field G1 never saw is skipped."""
     differences = []
     for name, expected in accepted.items():
@@ -63,7 +65,7 @@ def inventory_differences(accepted: dict, observed: dict) -> list[dict[str, Any]
     return differences
 
 
-def difference_text(difference: dict) -> str:
+def difference_text(difference: dict[str, Any]) -> str:
     return (
         f"{difference['field']}: {difference['accepted']!r} accepted at G1, "
         f"{difference['observed']!r} now"
@@ -71,10 +73,10 @@ def difference_text(difference: dict) -> str:
 
 
 def host_unfit(
-    health: dict | None,
+    health: dict[str, Any] | None,
     *,
     held_max_mib: float | None = None,
-    xid_events: list[dict] | None = None,
+    xid_events: list[dict[str, Any]] | None = None,
     since: float | None = None,
 ) -> list[str]:
     """Why the host cannot be measured now (someone else's job or memory on a GPU, a GPU
@@ -104,7 +106,9 @@ def host_unfit(
     return problems + xid_faults(xid_events or [], health, since)
 
 
-def xid_faults(events: list[dict], health: dict | None, since: float | None) -> list[str]:
+def xid_faults(
+    events: list[dict[str, Any]], health: dict[str, Any] | None, since: float | None
+) -> list[str]:
     """The critical GPU faults logged since `since` (the run's start), NVIDIA XIDs and amdgpu
     faults alike (runners.adapters.kernel_log), each with its GPU and what it was. A line
     without a readable time counts: nothing shows it predates the run."""
@@ -117,14 +121,14 @@ def xid_faults(events: list[dict], health: dict | None, since: float | None) -> 
     ]
 
 
-def _gpu_of(event: dict, gpus: dict[str, str]) -> str:
+def _gpu_of(event: dict[str, Any], gpus: dict[str, str]) -> str:
     pci = event.get("pci")
     if not pci:
         return "a GPU the log line does not name"
     return gpus.get(_pci_key(pci), f"GPU at PCI {pci}")
 
 
-def fault_name(event: dict) -> str:
+def fault_name(event: dict[str, Any]) -> str:
     """A kernel-log GPU event in words: `XID 79 (GPU has fallen off the bus)`, `XID 31` (a
     program's), `amdgpu uncorrectable ECC error (ras_uncorrectable)`, `amdgpu GPU page fault
     (page_fault)`."""
@@ -138,7 +142,7 @@ def fault_name(event: dict) -> str:
     return f"amdgpu {meaning} ({kind})"
 
 
-def _gpus_by_pci(health: dict | None) -> dict[str, str]:
+def _gpus_by_pci(health: dict[str, Any] | None) -> dict[str, str]:
     return {
         _pci_key(gpu["pci_bus_id"]): f"GPU {gpu['index']}"
         for gpu in (health or {}).get("gpus", [])
@@ -159,14 +163,14 @@ def _over(value: object, limit: float | None) -> bool:
 
 def _same(name: str, expected: Any, seen: Any) -> bool:
     if name == "host_memory_bytes" and isinstance(seen, (int, float)):
-        return abs(seen - expected) <= HOST_MEMORY_TOLERANCE * expected
-    return expected == seen
+        return bool(abs(seen - expected) <= HOST_MEMORY_TOLERANCE * expected)
+    return bool(expected == seen)
 
 
 def check_host(
-    accepted: dict | None,
-    facts: dict,
-    health: dict | None,
+    accepted: dict[str, Any] | None,
+    facts: dict[str, Any],
+    health: dict[str, Any] | None,
     *,
     step: str,
     held_max_mib: float = GPU_MEMORY_HELD_MAX_MIB,

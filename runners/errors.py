@@ -6,6 +6,10 @@ expected failure is raised as one of these and mapped to a run outcome by the ta
 
 from __future__ import annotations
 
+from typing import Any
+
+from runners.artifact import Artifact
+
 # How a refused, changed host key begins its reason; a run's reason is the durable record of
 # its failure, and the alert for a changed key is raised from it (gates.services.alerts.events).
 HOST_KEY_CHANGED = "host key changed"
@@ -22,7 +26,7 @@ class RunnerError(Exception):
         self.step = step
         # Raw files the failure rests on (what a probe printed), kept on the failed step by the
         # driver, so the run's evidence carries them; most failures have none.
-        self.artifacts: list = []
+        self.artifacts: list[Artifact] = []
         super().__init__(self._describe())
 
     def _describe(self) -> str:
@@ -66,6 +70,6 @@ class ContractError(RunnerError):
 
     outcome = "invalid"
 
-    def __init__(self, message: str, *, differences: list[dict], **where: str | None):
+    def __init__(self, message: str, *, differences: list[dict[str, Any]], **where: str | None):
         self.differences = differences
         super().__init__(message, **where)

@@ -8,7 +8,9 @@ amd_process probes) on an AMD one. No Django.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
+from documents.step import Step
 from runners import adapters
 from runners.adapters.amd_health import (
     AMD_METRIC,
@@ -18,6 +20,7 @@ from runners.adapters.amd_health import (
 )
 from runners.adapters.errors import FormatProblem, one_line
 from runners.adapters.gpu_health import parse_gpu_health_xml
+from runners.artifact import Artifact
 from runners.commands import fill
 from runners.contract import (
     GPU_MEMORY_HELD_MAX_MIB,
@@ -27,13 +30,13 @@ from runners.contract import (
     xid_faults,
 )
 from runners.errors import ContractError, InfrastructureError
-from runners.results import Artifact, probe_proof
+from runners.results import probe_proof
 from runners.stepcontext import SHORT_COMMAND_S, StepContext, StepProgress, probe_values
 
 
-def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def contract_step(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     """Re-probe the host and hold it to the accepted inventory, before any server starts."""
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     artifacts: list[Artifact] = []
     health = None
     outputs: dict[str, str] = {}
@@ -77,7 +80,7 @@ def contract_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return StepProgress(True, {"contract": inventory_of(facts)}, artifacts, log=log)
 
 
-def amd_health(outputs: dict[str, str], facts: dict) -> tuple[dict | None, str]:
+def amd_health(outputs: dict[str, str], facts: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """The gpu-health form from the amd-smi probes' outputs, and what the run log says of them
     when they fell short; the GPUs' PCI addresses come from the inventory probe's facts."""
     bus_ids = inventory_bus_ids(facts.get("gpu_inventory"))
@@ -91,7 +94,7 @@ def amd_health(outputs: dict[str, str], facts: dict) -> tuple[dict | None, str]:
     return health, ""
 
 
-def xid_check(step: dict, ctx: StepContext) -> None:
+def xid_check(step: Step, ctx: StepContext) -> None:
     """After each server session: a critical XID or amdgpu fault logged since the run started
     makes the session's numbers untrustworthy, so the run ends infra_error naming the GPU."""
     template = ctx.commands.get("probes", {}).get("kernel_log")

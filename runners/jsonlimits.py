@@ -132,6 +132,7 @@ def _path_at_depth(text: str, limit: int) -> Path:
 
 def _key(quoted: str) -> str:
     try:
-        return json.loads(quoted)
+        key: str = json.loads(quoted)  # a quoted JSON string decodes to text
+        return key
     except ValueError:
         return quoted.strip('"')

@@ -8,10 +8,12 @@ Pure (adapters only): the one reading of results, for the gate programs and uplo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from runners import adapters
 from runners import jsonlimits as json_limits
 from runners.adapters import AdapterError
+from runners.artifact import Artifact
 
 PROBE_TOOLS = {
     "vllm_version": "vllm-version",
@@ -37,19 +39,12 @@ class ResultError(AdapterError):
 
 
 @dataclass
-class Artifact:
-    name: str
-    tool: str
-    content: bytes
-
-
-@dataclass
 class Proof:
     """What one tool output proves: the files to keep and the measurement or facts they give."""
 
     artifacts: list[Artifact]
-    measurement: dict | None = None
-    facts: dict = field(default_factory=dict)
+    measurement: dict[str, Any] | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,7 +63,7 @@ class Cell:
 
 def metrics_scrape(
     text: str | bytes, *, cell: Cell, moment: str, source: str
-) -> tuple[dict, Artifact]:
+) -> tuple[dict[str, Any], Artifact]:
     """One /metrics scrape around a bench ("before" or "after"): parsed, and the file to keep."""
     content = text.encode() if isinstance(text, str) else text
     parsed = _parse(content, "vllm-metrics", source=source, field=f"metrics_{moment}")
@@ -76,7 +71,12 @@ def metrics_scrape(
 
 
 def bench_proof(
-    raw: bytes, *, cell: Cell, source: str, before: dict | None = None, after: dict | None = None
+    raw: bytes,
+    *,
+    cell: Cell,
+    source: str,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
 ) -> Proof:
     """A bench result file -> the cell's measurement; with both /metrics scrapes (parsed), the
     server facts that say which arm really ran."""
@@ -146,7 +146,7 @@ def health_proof(seconds: float) -> Proof:
     return Proof([], facts={"offload_healthy_after_s": seconds})
 
 
-def _server(before: dict, after: dict) -> dict:
+def _server(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     try:
         return server_facts(before, after)
     except AdapterError as error:
@@ -154,7 +154,7 @@ def _server(before: dict, after: dict) -> dict:
         raise ResultError(error.problem, source=error.source, field="metrics_after") from error
 
 
-def _parse(raw: bytes, tool: str, *, source: str, field: str) -> dict:
+def _parse(raw: bytes, tool: str, *, source: str, field: str) -> dict[str, Any]:
     try:
         return adapters.parse(raw, tool=tool, source=source)
     except AdapterError as error:
@@ -165,7 +165,7 @@ def probe_tool(name: str) -> str:
     return "gpu-inventory" if name.startswith("gpu_") else PROBE_TOOLS.get(name, name)
 
 
-def probe_facts(name: str, output: str) -> dict:
+def probe_facts(name: str, output: str) -> dict[str, Any]:
     """The G1 facts one probe's output gives; an unreadable output gives none."""
     try:
         if name.startswith("gpu_"):
@@ -178,7 +178,7 @@ def probe_facts(name: str, output: str) -> dict:
     return _host_fact(name, parsed)
 
 
-def _host_fact(name: str, parsed: dict) -> dict:
+def _host_fact(name: str, parsed: dict[str, Any]) -> dict[str, Any]:
     if name == "vllm_version":
         return {"vllm_version": parsed.get("version")}
     if name == "meminfo":
@@ -195,7 +195,7 @@ def _host_fact(name: str, parsed: dict) -> dict:
     return {}
 
 
-def _tier(document: dict) -> dict:
+def _tier(document: dict[str, Any]) -> dict[str, Any]:
     capacity = document.get("capacity_gib")
     return {
         "present": bool(document.get("present")),
@@ -203,7 +203,7 @@ def _tier(document: dict) -> dict:
     }
 
 
-def server_facts(first: dict, last: dict) -> dict:
+def server_facts(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
     """What the server's /metrics prove about one benchmark: the arm it ran and its hits."""
     delta = adapters.metrics_delta(first, last)
     config = last.get("cache_config") or {}

@@ -8,9 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from documents.step import Step
+from runners.artifact import Artifact
 from runners.commands import fill
-from runners.results import Artifact
 from runners.transport import Transport
 
 LOG_TAIL_BYTES = 2000
@@ -22,8 +24,8 @@ class StepContext:
     """What every step of one run needs: the host, the profile, and the run's values."""
 
     transport: Transport
-    commands: dict
-    values: dict
+    commands: dict[str, Any]
+    values: dict[str, Any]
     run_dir: str
     token: str
     scratch: Path
@@ -34,7 +36,7 @@ class StepContext:
     # The longest request (prompt + output tokens) the run's servers must accept.
     context_tokens: int | None = None
     # The inventory G1 accepted (runners.contract.inventory_of); None when none was.
-    accepted_inventory: dict | None = None
+    accepted_inventory: dict[str, Any] | None = None
     # When the run started (epoch seconds): an XID logged since then falls in its window.
     window_start: float | None = None
 
@@ -46,10 +48,10 @@ class StepContext:
 @dataclass
 class StepProgress:
     done: bool
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
     artifacts: list[Artifact] = field(default_factory=list)
-    measurement: dict | None = None
-    facts: dict | None = None
+    measurement: dict[str, Any] | None = None
+    facts: dict[str, Any] | None = None
     log: str = ""
     # A detached process the step waits for: the driver blocks on its exit on the host
     # instead of polling from here, so a finished benchmark is noticed within ~50 ms.
@@ -58,11 +60,11 @@ class StepProgress:
     handoff: bool = False
 
 
-def probe_values(ctx: StepContext) -> dict:
+def probe_values(ctx: StepContext) -> dict[str, Any]:
     return {**ctx.values, "run_dir": ctx.run_dir}
 
 
-def remote_dir(ctx: StepContext, step: dict) -> str:
+def remote_dir(ctx: StepContext, step: Step) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", step.get("session") or step["name"]).strip("-")
     return f"{ctx.run_dir}/{step['kind']}-{slug}"
 

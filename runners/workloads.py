@@ -5,12 +5,13 @@ Pure: plain dicts in, numbers out; imports nothing from Django or gates.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 # vllm bench's own default for --prefix-repetition-num-prefixes.
 VLLM_BENCH_NUM_PREFIXES = 10
 
 
-def workload_num_prefixes(workload: dict) -> int:
+def workload_num_prefixes(workload: dict[str, Any]) -> int:
     """How many distinct shared prefixes a workload cycles through (what must stay cached).
 
     Cold recovery by default resumes a session of its own for every measured prompt; plain
@@ -22,6 +23,15 @@ def workload_num_prefixes(workload: dict) -> int:
     if workload.get("dataset") == "cold_recovery" or workload.get("cold_recovery"):
         return prompts
     return min(VLLM_BENCH_NUM_PREFIXES, prompts)
+
+
+def workload_values(workload: dict[str, Any]) -> dict[str, Any]:
+    """The values a bench command template takes from a workload (or a G4 soak's load)."""
+    keys = ("input_len", "output_len", "prefix_len", "suffix_len", "num_prompts", "dataset")
+    values = {key: workload[key] for key in keys if key in workload}
+    values.setdefault("input_len", workload.get("prefix_len", 0) + workload.get("suffix_len", 0))
+    values["num_prefixes"] = workload_num_prefixes(workload)
+    return values
 
 
 # The workload fields each dataset's bench command reads (the built-in profiles' templates).
@@ -36,19 +46,19 @@ COLD_RECOVERY_FLUSH_RATIO = 1.2
 CONTEXT_SLACK_TOKENS = 64
 
 
-def workload_prompt_tokens(workload: dict) -> int:
+def workload_prompt_tokens(workload: dict[str, Any]) -> int:
     """The prompt length a workload asks for (prefix + suffix, or the random input length)."""
     if "input_len" in workload:
         return int(workload["input_len"])
     return int(workload.get("prefix_len", 0)) + int(workload.get("suffix_len", 0))
 
 
-def workload_context_tokens(workload: dict) -> int:
+def workload_context_tokens(workload: dict[str, Any]) -> int:
     """The longest request a workload sends: its prompt plus its output, in tokens."""
     return workload_prompt_tokens(workload) + int(workload["output_len"])
 
 
-def spec_context_tokens(spec: dict) -> int | None:
+def spec_context_tokens(spec: dict[str, Any]) -> int | None:
     """The longest request any server of this spec's runs must accept; None when no server runs.
 
     Equivalence prompts are bounded by their UTF-8 length: a byte-level tokenizer never makes
@@ -98,7 +108,7 @@ def resolve_max_model_len(
     return min(padded, model_limit) if model_limit is not None else padded
 
 
-def cold_recovery_flush_prompts(workload: dict, kv_cache_tokens: int) -> int:
+def cold_recovery_flush_prompts(workload: dict[str, Any], kv_cache_tokens: int) -> int:
     """How many unrelated prompts of the workload's prompt size push every session out of a
     GPU KV cache of `kv_cache_tokens` tokens."""
     size = max(1, workload_prompt_tokens(workload))

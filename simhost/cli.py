@@ -13,11 +13,13 @@ import json
 import os
 import sys
 from datetime import datetime, timezone
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from simhost import __version__
 from simhost.host.config import (
     HOST_PRESETS,
+    ForeignProcess,
+    HeldMemory,
     HostConfig,
     HostConfigError,
     resolve_host_config,
@@ -48,7 +50,7 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, "{}: error: {} (see --help)\n".format(self.prog, message))
 
 
-def _host_arguments() -> argparse.ArgumentParser:
+def _host_arguments() -> OneLineParser:
     common = OneLineParser(add_help=False)
     group = common.add_argument_group("emulated host")
     group.add_argument("--host-config", metavar="PATH", help="host config JSON")
@@ -100,7 +102,9 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def _add_simulate(commands, common: List[argparse.ArgumentParser]) -> None:
+def _add_simulate(
+    commands: argparse._SubParsersAction[OneLineParser], common: List[OneLineParser]
+) -> None:
     simulate = commands.add_parser(
         "simulate", parents=common, help="run a scenario in virtual time, no HTTP"
     )
@@ -122,7 +126,10 @@ def _live_gpus(host: HostConfig, directory: str) -> List[GpuLive]:
         for index in range(min(host.gpu_count, len(state.memory_used_mib))):
             used[index] += state.memory_used_mib[index]
             busy[index] = max(busy[index], state.utilization_pct[index])
-    held = [*host.gpu_health.foreign_processes, *host.gpu_health.held_memory]
+    held: List[Union[ForeignProcess, HeldMemory]] = [
+        *host.gpu_health.foreign_processes,
+        *host.gpu_health.held_memory,
+    ]
     for process in held:  # someone else's job holds memory too, seen by nvidia-smi or not
         if 0 <= process.gpu < host.gpu_count:
             used[process.gpu] += process.used_memory_mib

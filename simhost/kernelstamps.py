@@ -11,7 +11,7 @@ import socket
 import struct
 import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 # SO_TIMESTAMPNS has no name in Python's socket module; 35 is its value on Linux for x86 and
 # ARM (asm-generic). Other architectures number it differently, so they go without.
@@ -50,7 +50,7 @@ def receive_time(ancillary: Ancillary, now: float, earliest: float, real_ns: int
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
             seconds, nanoseconds = _TIMESPEC.unpack_from(data)
-            age = (real_ns - seconds * 1_000_000_000 - nanoseconds) / 1e9
+            age: float = (real_ns - seconds * 1_000_000_000 - nanoseconds) / 1e9
             # TCP's stamps come from a clock it caches, so on loopback a stamp may read a little
             # before `earliest` (the request was sent, the connection accepted): clamp those.
             # Anything further off means the wall clock stepped: keep the user-space stamp.
@@ -79,7 +79,7 @@ class StampedConnection(socket.socket):
         self.stamped = enable(self)
         registry[self.fileno()] = self
 
-    def recv(self, size: int, flags: int = 0) -> bytes:  # type: ignore[override]
+    def recv(self, size: int, flags: int = 0) -> bytes:
         if not self.stamped:
             return super().recv(size, flags)
         data, ancillary, _, _ = self.recvmsg(size, ANCILLARY_SPACE, flags)
@@ -104,7 +104,7 @@ class StampingListener(socket.socket):
 
     connections: Dict[int, StampedConnection]
 
-    def accept(self) -> Tuple[StampedConnection, object]:  # type: ignore[override]
+    def accept(self) -> Tuple[StampedConnection, object]:
         plain, address = super().accept()
         connection = StampedConnection(plain.family, plain.type, plain.proto, plain.detach())
         connection.setup(self.connections)
@@ -133,7 +133,7 @@ def listen(host: str, port: int, backlog: int, registry: Registry) -> List[Stamp
 
 
 def _listener(
-    family: int, kind: int, proto: int, address, backlog: int, registry: Registry
+    family: int, kind: int, proto: int, address: Tuple[Any, ...], backlog: int, registry: Registry
 ) -> StampingListener:
     listener = StampingListener(family, kind, proto)
     listener.connections = registry

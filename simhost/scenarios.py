@@ -7,18 +7,20 @@ than VRAM. "offload-does-not-help": short prompts, no reuse, concurrency 1. Pure
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict, List, Union
 
 ARMS = ("resident", "offload", "recompute")
+# A flag's value as a scenario gives it (typing.Union: simhost runs on Python 3.9).
+FlagValue = Union[str, int, float]
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     summary: str
-    serve: Dict[str, object]  # serve option dest -> value (explicit flags win)
+    serve: Dict[str, FlagValue]  # serve option dest -> value (explicit flags win)
     offload_gib: float  # --kv-offloading-size for the offload arm
-    bench: Dict[str, object]  # bench option dest -> value (explicit flags win)
+    bench: Dict[str, FlagValue]  # bench option dest -> value (explicit flags win)
 
 
 SCENARIOS: Dict[str, Scenario] = {

@@ -27,14 +27,14 @@ def scenario_dataset(scenario: Scenario, kv_tokens: int, flush_ratio: float = 1.
     bench = scenario.bench
     return DatasetSpec(
         name=str(bench["dataset_name"]),
-        num_prompts=int(bench["num_prompts"]),  # type: ignore[arg-type]
-        seed=int(bench.get("seed", 0)),  # type: ignore[arg-type]
-        random_input_len=int(bench.get("random_input_len", 1024)),  # type: ignore[arg-type]
-        random_output_len=int(bench.get("random_output_len", 128)),  # type: ignore[arg-type]
-        prefix_len=int(bench.get("prefix_repetition_prefix_len", 256)),  # type: ignore[arg-type]
-        suffix_len=int(bench.get("prefix_repetition_suffix_len", 256)),  # type: ignore[arg-type]
-        num_prefixes=int(bench.get("prefix_repetition_num_prefixes", 10)),  # type: ignore[arg-type]
-        prefix_output_len=int(bench.get("prefix_repetition_output_len", 128)),  # type: ignore[arg-type]
+        num_prompts=int(bench["num_prompts"]),
+        seed=int(bench.get("seed", 0)),
+        random_input_len=int(bench.get("random_input_len", 1024)),
+        random_output_len=int(bench.get("random_output_len", 128)),
+        prefix_len=int(bench.get("prefix_repetition_prefix_len", 256)),
+        suffix_len=int(bench.get("prefix_repetition_suffix_len", 256)),
+        num_prefixes=int(bench.get("prefix_repetition_num_prefixes", 10)),
+        prefix_output_len=int(bench.get("prefix_repetition_output_len", 128)),
         flush_tokens=int(kv_tokens * flush_ratio),
     )
 
@@ -55,7 +55,7 @@ def simulate_scenario(
     concurrencies: Optional[Sequence[int]] = None,
     seed: Optional[int] = None,
 ) -> str:
-    tiers = list(concurrencies or [int(scenario.bench["max_concurrency"])])  # type: ignore[arg-type]
+    tiers = list(concurrencies or [int(scenario.bench["max_concurrency"])])
     lines: List[str] = ["scenario {} (virtual seconds, no HTTP)".format(scenario.name)]
     for concurrency in tiers:
         results = {arm: run_arm(scenario, arm, host, concurrency, seed) for arm in ARMS}

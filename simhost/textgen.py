@@ -16,7 +16,10 @@ import json
 import os
 import random
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Hashable, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:  # imported where used: the host probes run on a bare Python
+    from tokenizers import Tokenizer
 
 TOKENIZER_FILE = Path(__file__).with_name("tokenizer.json")
 WORDS_FILE = Path(__file__).with_name("words.json")
@@ -24,7 +27,7 @@ _WRONG_OUTPUT_SALT = 0x5EED
 
 
 @functools.lru_cache(maxsize=1)
-def tokenizer():
+def tokenizer() -> Tokenizer:
     # Imported here: the host probes (`simhost smi`, `tier`, `version`) run on a bare Python.
     from tokenizers import Tokenizer
 
@@ -37,7 +40,7 @@ def tokenize(text: str) -> List[int]:
 
 
 @functools.lru_cache(maxsize=512)
-def _cached_ids(text: str) -> tuple:
+def _cached_ids(text: str) -> Tuple[int, ...]:
     return tuple(tokenize(text))
 
 
@@ -61,7 +64,8 @@ def vocab() -> List[str]:
     """The whole-word tokens text is drawn from (simhost/words.json, so the bench needs no
     tokenizer: a bare Python 3.9 host runs it)."""
     with open(WORDS_FILE) as handle:
-        return json.load(handle)
+        words: List[str] = json.load(handle)
+        return words
 
 
 def word_tokens() -> List[str]:
@@ -81,7 +85,7 @@ def join_words(words: Sequence[str]) -> str:
     return "".join(words)
 
 
-def block_hashes(words: Sequence[str], block_size: int) -> List[int]:
+def block_hashes(words: Sequence[Hashable], block_size: int) -> List[int]:
     """Chained hashes of the full blocks of a prompt, as vLLM's prefix cache keys them.
 
     Python's own hash: fast, and only compared inside one server process (string hashing is

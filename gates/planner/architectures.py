@@ -98,15 +98,15 @@ def model_from_config(config: Mapping[str, Any], path: str = "config") -> ModelA
     if config.get("text_config") is not None:
         return model_from_config(config["text_config"], f"{path}.text_config")
     layers = parse_required_int(config, "num_hidden_layers", path)
-    common = {
-        "name": str(config.get("_name_or_path") or config.get("model_type") or "config.json"),
-        "max_context": parse_optional_int(config, "max_position_embeddings", path),
-    }
+    name = str(config.get("_name_or_path") or config.get("model_type") or "config.json")
+    max_context = parse_optional_int(config, "max_position_embeddings", path)
     if config.get("kv_lora_rank") is not None:
         # MLA caches one compressed latent plus the shared RoPE key per layer, not K and V per head.
         latent = parse_required_int(config, "kv_lora_rank", path)
         rope = parse_required_int(config, "qk_rope_head_dim", path)
-        return ModelArch(layers=layers, mla_latent_dim=latent + rope, **common)
+        return ModelArch(
+            name=name, layers=layers, mla_latent_dim=latent + rope, max_context=max_context
+        )
     heads = parse_required_int(config, "num_attention_heads", path)
     kv_heads = parse_optional_int(config, "num_key_value_heads", path) or heads
     head_dim = parse_optional_int(config, "head_dim", path) or _derived_head_dim(
@@ -114,13 +114,14 @@ def model_from_config(config: Mapping[str, Any], path: str = "config") -> ModelA
     )
     kv_layers, window, sliding, notes = _attention_layers(config, layers, path)
     return ModelArch(
+        name=name,
         layers=kv_layers,
         kv_heads=kv_heads,
         head_dim=head_dim,
         sliding_window=window,
         sliding_layers=sliding,
         notes=notes,
-        **common,
+        max_context=max_context,
     )
 
 
@@ -160,7 +161,8 @@ def _attention_layers(
 @cache
 def _preset_table() -> dict[str, dict[str, Any]]:
     text = resources.files("gates.planner").joinpath("presets.json").read_text(encoding="utf-8")
-    return json.loads(text)["models"]
+    models: dict[str, dict[str, Any]] = json.loads(text)["models"]
+    return models
 
 
 def preset_names() -> list[str]:

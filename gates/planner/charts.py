@@ -44,7 +44,8 @@ def kv_fit_heatmap(request: PlanRequest) -> dict[str, Any]:
         ],
         layout=_layout(request, contexts, concurrencies),
     )
-    return figure.to_plotly_json()
+    document: dict[str, Any] = figure.to_plotly_json()  # plotly is untyped
+    return document
 
 
 def context_grid(request: PlanRequest) -> list[int]:

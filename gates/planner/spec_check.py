@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from gates.planner import (
     GIB,
@@ -25,7 +25,7 @@ from runners.workloads import workload_num_prefixes
 class Engagement(Protocol):
     """What the planner reads of an engagement (gates.models.Engagement has both fields)."""
 
-    kv_plan: dict | None
+    kv_plan: dict[str, Any] | None
     model_name: str
 
 
@@ -185,7 +185,8 @@ def spec_workload(document: Mapping[str, Any]) -> SpecWorkload | None:
     prefixes = workload_distinct_prefixes(workload)
     if lengths is None or prefixes is None:
         return None
-    return SpecWorkload(concurrency, *lengths, distinct_prefixes=prefixes)
+    prefix_len, suffix_len, output_len = lengths
+    return SpecWorkload(concurrency, prefix_len, suffix_len, output_len, distinct_prefixes=prefixes)
 
 
 def workload_distinct_prefixes(workload: Mapping[str, Any]) -> int | None:
@@ -201,6 +202,7 @@ def workload_distinct_prefixes(workload: Mapping[str, Any]) -> int | None:
 
 def _peak_concurrency(document: Mapping[str, Any], workload: Mapping[str, Any]) -> int | None:
     tiers = document.get("tiers")
+    peak: int
     if isinstance(tiers, list) and tiers and all(_is_count(tier) for tier in tiers):
         peak = max(tiers)
     elif _is_count(workload.get("max_concurrency")):
@@ -214,10 +216,9 @@ def _peak_concurrency(document: Mapping[str, Any], workload: Mapping[str, Any]) 
 
 def _ints(workload: Mapping[str, Any], *keys: str) -> tuple[int, ...] | None:
     values = [workload.get(key) for key in keys]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
-        return None
-    return tuple(int(v) for v in values)
+    counts = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    return tuple(counts) if len(counts) == len(values) else None
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1

@@ -6,7 +6,7 @@ Every refusal is a FormatProblem naming the field's path. Pure; imports no Djang
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 from runners.adapters.documents import describe
 from runners.adapters.errors import FormatProblem
@@ -16,7 +16,8 @@ MAX_COUNT = 2**63 - 1
 
 
 class Record:
-    """A JSON object plus the path that led to it, e.g. `benchmarks[0].metrics`."""
+    """A JSON object plus the path that led to it, e.g. `benchmarks[0].metrics`. Each read
+    with `required=True` raises rather than return None, and says so in its type."""
 
     def __init__(self, data: Any, path: str = ""):
         if not isinstance(data, dict):
@@ -31,27 +32,47 @@ class Record:
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
 
+    @overload
+    def number(self, key: str, *, required: Literal[True]) -> float: ...
+    @overload
+    def number(self, key: str, *, required: bool = False) -> float | None: ...
     def number(self, key: str, *, required: bool = False) -> float | None:
         """A finite number; None when absent or null (never 0)."""
         value = self._value(key, required)
         return None if value is None else finite(value, self.where(key))
 
+    @overload
+    def count(self, key: str, *, required: Literal[True]) -> int: ...
+    @overload
+    def count(self, key: str, *, required: bool = False) -> int | None: ...
     def count(self, key: str, *, required: bool = False) -> int | None:
         """A non-negative whole number (an integral float such as 396.0 is accepted)."""
         value = self._value(key, required)
         return None if value is None else whole(value, self.where(key))
 
+    @overload
+    def text(self, key: str, *, required: Literal[True]) -> str: ...
+    @overload
+    def text(self, key: str, *, required: bool = False) -> str | None: ...
     def text(self, key: str, *, required: bool = False) -> str | None:
         value = self._value(key, required)
         if value is None or isinstance(value, str):
             return value
         raise FormatProblem(f"{self.where(key)} is {describe(value)}, expected a string")
 
+    @overload
+    def child(self, key: str, *, required: Literal[True]) -> Record: ...
+    @overload
+    def child(self, key: str, *, required: bool = False) -> Record | None: ...
     def child(self, key: str, *, required: bool = False) -> Record | None:
         """The nested object at `key`, or None when absent or null."""
         value = self._value(key, required)
         return None if value is None else Record(value, self.where(key))
 
+    @overload
+    def items(self, key: str, *, required: Literal[True]) -> list[Any]: ...
+    @overload
+    def items(self, key: str, *, required: bool = False) -> list[Any] | None: ...
     def items(self, key: str, *, required: bool = False) -> list[Any] | None:
         """The list at `key`, or None when absent or null."""
         value = self._value(key, required)
@@ -79,7 +100,7 @@ def finite(value: Any, where: str) -> float:
     return number
 
 
-def whole(value: Any, where: str) -> int:
+def whole(value: object, where: str) -> int:
     """`value` as a count: a whole number from 0 to MAX_COUNT."""
     if isinstance(value, bool) or not isinstance(value, int):
         number = finite(value, where)

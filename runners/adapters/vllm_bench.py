@@ -157,7 +157,7 @@ def _failed(record: Record, completed: int) -> int | None:
 
 
 def _latency_summaries(record: Record) -> dict[str, dict[str, float] | None]:
-    groups: dict[str, dict[str, float]] = {}
+    groups: dict[str, dict[str, float | None]] = {}
     for key in record.data:
         match = AGGREGATE_KEY.match(key)
         if match:

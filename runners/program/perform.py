@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from documents.step import Step, StepKind
 from runners import adapters
+from runners.artifact import Artifact
 from runners.cleanup import MARKER
 from runners.commands import fill, to_shell
 from runners.errors import BenchmarkError, SpecError
 from runners.hostcheck import contract_step, xid_check
 from runners.program.sequence import WARMUP_PROMPTS
 from runners.results import (
-    Artifact,
     Cell,
     answers_proof,
     bench_proof,
@@ -44,7 +46,9 @@ from runners.stepcontext import (
     remote_dir,
     tail_of,
 )
-from runners.workloads import workload_num_prefixes
+from runners.workloads import workload_values
+
+Executor = Callable[[Step, dict[str, Any], StepContext], StepProgress]
 
 HOSTCTL = Path(__file__).resolve().parents[1] / "remote" / "hostctl.py"
 # The live log takes at most this much of a bench's output per poll.
@@ -52,7 +56,7 @@ LIVE_LOG_BYTES = 16 * 1024
 LIVE_LOG_LINES = 60
 
 
-def perform(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def perform(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     """Perform the step, or poll it if it was launched before."""
     executor = EXECUTORS.get(step["kind"])
     if executor is None:
@@ -60,7 +64,7 @@ def perform(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return executor(step, detail, ctx)
 
 
-def _prepare(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _prepare(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     # The marker first: the run directory is removed at the end only if it holds the token.
     marker = ctx.scratch / MARKER
     marker.write_text(ctx.token + "\n")
@@ -77,7 +81,7 @@ def _prepare(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return StepProgress(True, log=log)
 
 
-def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _probe(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     name = step["probe"]
     argv = fill(ctx.commands["probes"][name], probe_values(ctx))
     result = ctx.transport.run(argv, timeout=SHORT_COMMAND_S)
@@ -92,7 +96,7 @@ def _probe(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     )
 
 
-def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _serve(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
     if not detail.get("launched"):
         values = server_values(ctx.transport, ctx.commands, ctx.values, ctx.context_tokens)
@@ -132,7 +136,7 @@ def _serve(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     )
 
 
-def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _stop(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     ctx.transport.kill(remote_dir(ctx, {**step, "kind": "serve"}))
     if offload_server(ctx.commands, ctx.values, step.get("arm_kind", "")) is not None:
         ctx.transport.kill(remote_dir(ctx, {**step, "kind": "offload_server"}))
@@ -140,7 +144,7 @@ def _stop(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return StepProgress(True, log=f"{step['name']}: stopped\n")
 
 
-def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _bench(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
     if "metrics_before" not in detail:
         # Recorded before the launch: a launch whose answer an outage lost is sent again (and
@@ -162,7 +166,7 @@ def _bench(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return collected
 
 
-def _new_output(ctx: StepContext, step: dict, run_dir: str, detail: dict) -> StepProgress:
+def _new_output(ctx: StepContext, step: Step, run_dir: str, detail: dict[str, Any]) -> StepProgress:
     """The bench's new output lines for the live log, read from where the last poll stopped
     (bounded per poll, whole lines only); nothing to record when there are none."""
     offset = detail.get("stdout_offset", 0)
@@ -176,7 +180,7 @@ def _new_output(ctx: StepContext, step: dict, run_dir: str, detail: dict) -> Ste
     return StepProgress(False, {"stdout_offset": after}, log=log, waiting_on=run_dir)
 
 
-def _warmup(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _warmup(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     run_dir = remote_dir(ctx, step)
     if not detail.get("launched"):
         workload = {**step["workload"], "num_prompts": WARMUP_PROMPTS}
@@ -187,7 +191,7 @@ def _warmup(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
     return StepProgress(True, log=f"{step['name']}: done\n")
 
 
-def _complete(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _complete(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     template = [
         "{python}",
         "{run_dir}/hostctl.py",
@@ -226,12 +230,12 @@ def _complete(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
 
 def _launch_bench(
     ctx: StepContext,
-    step: dict,
+    step: Step,
     run_dir: str,
-    workload: dict,
+    workload: dict[str, Any],
     concurrency: int,
     seed: int,
-    phases: dict | None = None,
+    phases: dict[str, Any] | None = None,
 ) -> None:
     """The bench, alone or (cold_recovery with the profile's seed and flush phases, and not a
     warm-up) as one `sh -c` of the three filled, quoted commands in order."""
@@ -245,7 +249,7 @@ def _launch_bench(
         )
     values = {
         **ctx.values,
-        **_workload_values(workload),
+        **workload_values(workload),
         "base_url": ctx.base_url,
         "max_concurrency": concurrency,
         "seed": seed,
@@ -261,7 +265,7 @@ def _launch_bench(
     ctx.transport.launch_detached(run_dir, f"{ctx.token}-{Path(run_dir).name}", argv)
 
 
-def _bench_finished(ctx: StepContext, step: dict, run_dir: str, detail: dict) -> bool:
+def _bench_finished(ctx: StepContext, step: Step, run_dir: str, detail: dict[str, Any]) -> bool:
     status = ctx.transport.status(run_dir)
     if status.finished:
         if status.exit_code != 0:
@@ -279,13 +283,16 @@ def _bench_finished(ctx: StepContext, step: dict, run_dir: str, detail: dict) ->
     return False
 
 
-def _collect_bench(ctx: StepContext, step: dict, run_dir: str, before: dict) -> StepProgress:
+def _collect_bench(
+    ctx: StepContext, step: Step, run_dir: str, before: dict[str, Any]
+) -> StepProgress:
     local = ctx.scratch / f"{Path(run_dir).name}.json"
     ctx.transport.get(f"{run_dir}/result.json", str(local))
     raw = local.read_bytes()
     after, kept = _scrape(ctx, step, "after")
     source = f"{step['name']} result.json"
     proof = bench_proof(raw, cell=_cell(step), source=source, before=before, after=after)
+    assert proof.measurement is not None  # a bench result always measures its cell
     metrics, server = proof.measurement["metrics"], proof.measurement["server"]
     return StepProgress(
         True,
@@ -297,12 +304,12 @@ def _collect_bench(ctx: StepContext, step: dict, run_dir: str, before: dict) -> 
     )
 
 
-def _scrape(ctx: StepContext, step: dict, moment: str) -> tuple[dict, Artifact]:
+def _scrape(ctx: StepContext, step: Step, moment: str) -> tuple[dict[str, Any], Artifact]:
     text = _metrics_text(ctx)
     return metrics_scrape(text, cell=_cell(step), moment=moment, source=f"{step['name']} /metrics")
 
 
-def _cell(step: dict) -> Cell:
+def _cell(step: Step) -> Cell:
     return Cell(step["arm"], step["tier"], step["repetition"])
 
 
@@ -325,17 +332,6 @@ def run_dir_name(run_dir: str) -> str:
     return Path(run_dir).name
 
 
-def _workload_values(workload: dict) -> dict:
-    values = {
-        key: workload[key]
-        for key in ("input_len", "output_len", "prefix_len", "suffix_len", "num_prompts", "dataset")
-        if key in workload
-    }
-    values.setdefault("input_len", workload.get("prefix_len", 0) + workload.get("suffix_len", 0))
-    values["num_prefixes"] = workload_num_prefixes(workload)
-    return values
-
-
 def _healthy(ctx: StepContext) -> bool:
     argv = fill(
         ["{python}", "{run_dir}/hostctl.py", "health", "{base_url}"],
@@ -355,13 +351,14 @@ def _metrics_text(ctx: StepContext) -> str:
     return result.stdout
 
 
-def _soak(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def _soak(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     recorded = soakhost.launch_step(ctx, step, detail)
     log = f"{step['name']}: {'adopted' if recorded.get('adopted') else 'started'}\n"
     return StepProgress(False, recorded, log=log if recorded else "", handoff=True)
 
 
-EXECUTORS: dict[str, Any] = {
+# One executor for each step kind a host performs.
+EXECUTORS: dict[StepKind, Executor] = {
     "prepare": _prepare,
     "probe": _probe,
     "contract": contract_step,

@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-Step = dict[str, Any]
+from documents.step import BenchPurpose, Step
 
 # Measurement arm names of G2's own cells (G3 uses the spec's arm roles). Defined here only:
 # gates.services.runs.evaluation reads G2's cells by these, so renaming one cannot split the sides.
@@ -21,7 +21,7 @@ HIT_ARM = "offload_hit"
 WARMUP_PROMPTS = 4
 
 
-def plan_run(spec: dict, probe_names: list[str]) -> list[Step]:
+def plan_run(spec: dict[str, Any], probe_names: list[str]) -> list[Step]:
     """The initial plan of a run of this spec."""
     program = PROGRAMS.get(spec["gate"])
     if program is None:
@@ -34,17 +34,19 @@ def has_program(kind: str) -> bool:
     return kind in PROGRAMS
 
 
-def _plan_g3_start(spec: dict, probe_names: list[str]) -> list[Step]:
-    prepare = {"name": "prepare host", "kind": "prepare"}
+def _plan_g3_start(spec: dict[str, Any], probe_names: list[str]) -> list[Step]:
+    prepare: Step = {"name": "prepare host", "kind": "prepare"}
     return [prepare, *plan_g3_repetitions(spec, first=1, count=spec["repetitions"]["min"])]
 
 
 def plan_g1(probe_names: list[str]) -> list[Step]:
-    probes = [{"name": f"probe {name}", "kind": "probe", "probe": name} for name in probe_names]
+    probes: list[Step] = [
+        {"name": f"probe {name}", "kind": "probe", "probe": name} for name in probe_names
+    ]
     return [{"name": "prepare host", "kind": "prepare"}, *probes]
 
 
-def plan_g2(spec: dict) -> list[Step]:
+def plan_g2(spec: dict[str, Any]) -> list[Step]:
     """Offload arm: equivalence answers and a reuse workload that must hit the offload tier;
     resident arm: reference answers; then A/A repetitions that measure the noise floor."""
     hit = spec["offload_hit"]
@@ -69,7 +71,7 @@ def plan_g2(spec: dict) -> list[Step]:
     return steps + _aa_sessions(spec["noise_floor"])
 
 
-def _aa_sessions(noise: dict) -> list[Step]:
+def _aa_sessions(noise: dict[str, Any]) -> list[Step]:
     """Each A/A side in a server session of its own with the same prompts, exactly as G3
     compares arms: what differs between the sides is the noise G3 will have to beat."""
     steps: list[Step] = []
@@ -83,7 +85,7 @@ def _aa_sessions(noise: dict) -> list[Step]:
     return steps
 
 
-def plan_g3_repetitions(spec: dict, *, first: int, count: int) -> list[Step]:
+def plan_g3_repetitions(spec: dict[str, Any], *, first: int, count: int) -> list[Step]:
     """Repetitions first..first+count-1: one server session per arm, arms interleaved
     A B C / C B A so slow drift hits every arm alike; tiers shuffled per session."""
     roles = list(spec["arms"])
@@ -97,7 +99,7 @@ def plan_g3_repetitions(spec: dict, *, first: int, count: int) -> list[Step]:
                 _bench(role, spec["arms"][role], tier, repetition, spec["workload"], purpose="g3")
                 for tier in tiers
             ]
-            warmup = {
+            warmup: Step = {
                 "name": f"{session}: warm-up",
                 "kind": "warmup",
                 "arm": role,
@@ -108,7 +110,7 @@ def plan_g3_repetitions(spec: dict, *, first: int, count: int) -> list[Step]:
     return steps
 
 
-def shuffled_tiers(spec: dict, repetition: int, role: str) -> list[int]:
+def shuffled_tiers(spec: dict[str, Any], repetition: int, role: str) -> list[int]:
     """The session's tier order, reproducible from the spec's seed (recorded in the plan)."""
     tiers = list(spec["tiers"])
     # Not for security: a reproducible order from the recorded seed.
@@ -116,7 +118,7 @@ def shuffled_tiers(spec: dict, repetition: int, role: str) -> list[int]:
     return tiers
 
 
-def workload_seed(workload: dict, repetition: int, tier: int) -> int:
+def workload_seed(workload: dict[str, Any], repetition: int, tier: int) -> int:
     """Each cell gets its own prompts (no cache carry-over between cells); every arm of a
     repetition and tier gets the same prompts, so the pair compares like with like."""
     return int(workload["seed"]) + 1000 * repetition + tier
@@ -125,7 +127,7 @@ def workload_seed(workload: dict, repetition: int, tier: int) -> int:
 def _session(label: str, role: str, arm_kind: str, inner: list[Step]) -> list[Step]:
     # An offload session may need the tier's own server first (LMCache's); the step decides
     # from the profile whether there is one, so every offload plan has the same shape.
-    tier_server = {
+    tier_server: Step = {
         "name": f"{label}: start offload tier server",
         "kind": "offload_server",
         "arm": role,
@@ -153,7 +155,13 @@ def _session(label: str, role: str, arm_kind: str, inner: list[Step]) -> list[St
 
 
 def _bench(
-    arm: str, arm_kind: str, tier: int, repetition: int, workload: dict, *, purpose: str
+    arm: str,
+    arm_kind: str,
+    tier: int,
+    repetition: int,
+    workload: dict[str, Any],
+    *,
+    purpose: BenchPurpose,
 ) -> Step:
     return {
         "name": f"{purpose} {arm} c={tier} r{repetition}",
@@ -173,11 +181,15 @@ def with_contract_check(steps: list[Step], probe_names: list[str]) -> list[Step]
     inventory G1 accepted (runners.contract). No probes, no check (an upload has none)."""
     if not probe_names:
         return steps
-    check = {"name": "check host against the accepted inventory", "kind": "contract"}
-    return [steps[0], {**check, "probes": list(probe_names)}, *steps[1:]]
+    check: Step = {
+        "name": "check host against the accepted inventory",
+        "kind": "contract",
+        "probes": list(probe_names),
+    }
+    return [steps[0], check, *steps[1:]]
 
 
-def plan_g4(spec: dict) -> list[Step]:
+def plan_g4(spec: dict[str, Any]) -> list[Step]:
     """Launch the soak agent; from then on the collector's beat ticks watch the run, read its
     windows and decide (runners/soak/collector.py, gates/services/soak/ticks.py)."""
     return [
@@ -187,7 +199,7 @@ def plan_g4(spec: dict) -> list[Step]:
 
 
 # Gate kind -> its initial plan, from the spec and the profile's probe names.
-PROGRAMS: dict[str, Callable[[dict, list[str]], list[Step]]] = {
+PROGRAMS: dict[str, Callable[[dict[str, Any], list[str]], list[Step]]] = {
     "G1": lambda spec, probe_names: plan_g1(probe_names),
     "G2": lambda spec, probe_names: with_contract_check(plan_g2(spec), probe_names),
     "G3": lambda spec, probe_names: with_contract_check(

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runners.cleanup import HostLeftovers
 from runners.commands import PLACEHOLDERS, KindError, checked_values, number
 from runners.errors import SpecError
-from runners.program.perform import StepContext
+from runners.stepcontext import StepContext
 from runners.transport import SshTarget, Transport
 
 # Seconds a transient transport outage is ridden out (a day at most: a soak's worth).
@@ -34,8 +35,8 @@ class RunPlan:
 
     host_name: str
     target: SshTarget | None
-    commands: dict
-    values: dict
+    commands: dict[str, Any]
+    values: dict[str, Any]
     run_dir: str
     token: str
     serve_timeout_s: float
@@ -44,7 +45,7 @@ class RunPlan:
     max_tokens: int = 64
     retry_window_s: float = 0.0
     keep_run_dir: bool = False
-    accepted_inventory: dict | None = None
+    accepted_inventory: dict[str, Any] | None = None
     context_tokens: int | None = None
     window_start: float | None = None
 

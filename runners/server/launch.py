@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from documents.step import Step
 from runners.commands import fill
 from runners.errors import BenchmarkError, SpecError
 from runners.stepcontext import StepContext, StepProgress, remote_dir, tail_of
@@ -50,8 +51,11 @@ def _max_positions(config: Any) -> int | None:
 
 
 def server_values(
-    transport: Transport, commands: dict, values: dict, context_tokens: int | None
-) -> dict:
+    transport: Transport,
+    commands: dict[str, Any],
+    values: dict[str, Any],
+    context_tokens: int | None,
+) -> dict[str, Any]:
     """The run's values with `max_model_len` resolved for its servers; SpecError (before any
     server starts) when the workload cannot fit the model."""
     if not _uses_max_model_len(commands):
@@ -67,25 +71,32 @@ def server_values(
     return {**values, "max_model_len": resolved}
 
 
-def _uses_max_model_len(commands: dict) -> bool:
+def _uses_max_model_len(commands: dict[str, Any]) -> bool:
     return any("{max_model_len}" in token for t in commands["serve"].values() for token in t)
 
 
-def offload_server(commands: dict, values: dict, arm_kind: str) -> dict | None:
+def offload_server(
+    commands: dict[str, Any], values: dict[str, Any], arm_kind: str
+) -> dict[str, Any] | None:
     """The offload tier's own server for this arm, if its backend has one: the profile's
     `offload_servers[offload_backend]`, a `start` and a `health` template (LMCache's
     multi-process server, which vLLM >= 0.25 expects for `--kv-offloading-backend lmcache`)."""
     if arm_kind != "offload":
         return None
-    return commands.get("offload_servers", {}).get(values.get("offload_backend"))
+    server: dict[str, Any] | None = commands.get("offload_servers", {}).get(
+        values.get("offload_backend")
+    )
+    return server
 
 
-def offload_server_healthy(transport: Transport, server: dict, values: dict) -> bool:
+def offload_server_healthy(
+    transport: Transport, server: dict[str, Any], values: dict[str, Any]
+) -> bool:
     """The offload server's health command exits 0."""
     return transport.run(fill(server["health"], values), timeout=HEALTH_TIMEOUT_S).ok
 
 
-def offload_server_step(step: dict, detail: dict, ctx: StepContext) -> StepProgress:
+def offload_server_step(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     """The offload tier's own server (LMCache's), started and healthy before vLLM starts;
     nothing to do for a backend without one (native offload lives inside vLLM)."""
     server = offload_server(ctx.commands, ctx.values, step["arm_kind"])
@@ -114,7 +125,9 @@ def offload_server_step(step: dict, detail: dict, ctx: StepContext) -> StepProgr
     return StepProgress(False)
 
 
-def cold_recovery_phases(workload: dict, metrics: dict, seed: int) -> dict | None:
+def cold_recovery_phases(
+    workload: dict[str, Any], metrics: dict[str, Any], seed: int
+) -> dict[str, Any] | None:
     """cold_recovery's flush size, from the GPU KV cache the server reports; None for any other
     dataset. (A server that does not say its cache size cannot be flushed: refused.)"""
     if workload.get("dataset") != "cold_recovery":

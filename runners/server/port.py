@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from runners.commands import fill
 from runners.errors import InfrastructureError
@@ -22,7 +23,7 @@ class Listener:
 
     port: int
     listening: bool
-    processes: tuple[dict, ...] = ()
+    processes: tuple[dict[str, Any], ...] = ()
 
     def held_by(self, pgid: int | None) -> bool:
         """True when the port is listened on, and only by processes of group `pgid`."""
@@ -40,14 +41,15 @@ class Listener:
         )
 
 
-def listener(transport: Transport, values: dict, run_dir: str) -> Listener:
+def listener(transport: Transport, values: dict[str, Any], run_dir: str) -> Listener:
     """Ask the host helper (uploaded to run_dir) who listens on the run's port."""
     argv = fill(
         ["{python}", "{run_dir}/hostctl.py", "listener", "{port}"], {**values, "run_dir": run_dir}
     )
     result = transport.run(argv, timeout=LISTENER_TIMEOUT_S)
     try:
-        found = json.loads(result.stdout) if result.ok else None
+        # Free-form JSON from the host: None or a wrong shape raises below, caught here.
+        found: Any = json.loads(result.stdout) if result.ok else None
         return Listener(
             int(found["port"]), bool(found["listening"]), tuple(found.get("processes", ()))
         )

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runners import adapters
+from runners.artifact import Artifact
 from runners.commands import fill
 from runners.errors import SpecError
-from runners.results import Artifact, server_facts
+from runners.results import server_facts
 from runners.soak import fitness as soakhealth
-from runners.workloads import workload_num_prefixes
+from runners.workloads import workload_values
 
 AGENT_FILE = "soakagent.py"
 WATCH_FILE = "soakwatch.py"
@@ -59,7 +60,9 @@ class SoakPaths:
         return f"{self.run_dir}/soak-agent-{generation}"
 
 
-def agent_config(spec: dict, commands: dict, values: dict, paths: SoakPaths) -> dict:
+def agent_config(
+    spec: dict[str, Any], commands: dict[str, Any], values: dict[str, Any], paths: SoakPaths
+) -> dict[str, Any]:
     """The agent's config: the offload arm's serve command and the spec's load as a bench
     command, both filled from the profile with validated values; the window and the limits."""
     load = spec["load"]
@@ -72,7 +75,7 @@ def agent_config(spec: dict, commands: dict, values: dict, paths: SoakPaths) -> 
     base_url = f"http://{values['host_address']}:{values['port']}"
     bench_values = {
         **values,
-        **_load_values(load),
+        **workload_values(load),
         "base_url": base_url,
         "max_concurrency": load.get("max_concurrency", 8),
         "seed": load["seed"],
@@ -101,15 +104,7 @@ def agent_config(spec: dict, commands: dict, values: dict, paths: SoakPaths) -> 
     }
 
 
-def _load_values(load: dict) -> dict:
-    keys = ("input_len", "output_len", "prefix_len", "suffix_len", "num_prompts", "dataset")
-    found = {key: load[key] for key in keys if key in load}
-    found.setdefault("input_len", load.get("prefix_len", 0) + load.get("suffix_len", 0))
-    found["num_prefixes"] = workload_num_prefixes(load)
-    return found
-
-
-def _gpu_probes(commands: dict, values: dict) -> dict:
+def _gpu_probes(commands: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """What the agent probes of the GPUs each window: the first of `smi_argvs` that works
     (its vendor in `smi_vendors`), and on a host where that was an AMD one also `amd_probes`
     (amd-smi's metric and process views, which carry the health AMD's inventory lacks)."""
@@ -125,7 +120,7 @@ def _gpu_probes(commands: dict, values: dict) -> dict:
     }
 
 
-def _smi_names(commands: dict, values: dict) -> list[str]:
+def _smi_names(commands: dict[str, Any], values: dict[str, Any]) -> list[str]:
     """The profile's GPU probes, the host's `gpu_probe` first, then in a fixed order: the
     agent runs the first that works. (Not the profile's key order: a JSON column may keep
     keys sorted by length, which put amd-smi before nvidia-smi.)"""
@@ -140,7 +135,9 @@ def _gpu_probe_rank(name: str) -> tuple[int, str]:
     return (order.index(name) if name in order else len(order), name)
 
 
-def _probe_argv(commands: dict, values: dict, name: str | None) -> list[str] | None:
+def _probe_argv(
+    commands: dict[str, Any], values: dict[str, Any], name: str | None
+) -> list[str] | None:
     probes = commands.get("probes", {})
     return fill(probes[name], values) if name in probes else None
 
@@ -149,14 +146,15 @@ def _probe_argv(commands: dict, values: dict, name: str | None) -> list[str] | N
 class Window:
     """One window line as the agent wrote it, and its raw files (verified against SHA-256)."""
 
-    line: dict
+    line: dict[str, Any]
     files: dict[str, bytes] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     text: str = ""
 
     @property
     def seq(self) -> int:
-        return self.line["seq"]
+        seq: int = self.line["seq"]
+        return seq
 
 
 @dataclass
@@ -165,7 +163,7 @@ class Read:
 
     now: float
     heartbeat: float | None
-    exit: dict | None
+    exit: dict[str, Any] | None
     boot_id: str | None
     started: float | None
     deadline: float | None
@@ -198,7 +196,7 @@ def parse_read(text: str) -> Read:
         raise ReadError(f"unreadable soak-read output: {error}") from error
 
 
-def _window(record: dict) -> Window:
+def _window(record: dict[str, Any]) -> Window:
     line = json.loads(record["line"])
     if not isinstance(line.get("seq"), int) or line["seq"] < 0:
         raise ReadError("a window line without a sequence number")
@@ -234,7 +232,7 @@ def window_folder(seq: int) -> str:
     return f"soak/w{seq:06d}/"
 
 
-def window_sample(window: Window, *, watch_health: bool = True) -> dict:
+def window_sample(window: Window, *, watch_health: bool = True) -> dict[str, Any]:
     """The window's metrics as decide_g4 reads them, plus what the live view shows, and what
     its smi output and kernel log say of the host's health (`health`; not for a window stored
     before the soak watched it, which the verifier re-derives as it was stored)."""
@@ -273,7 +271,7 @@ def window_sample(window: Window, *, watch_health: bool = True) -> dict:
     return sample
 
 
-def _bench_numbers(window: Window, sample: dict, notes: list[str]) -> None:
+def _bench_numbers(window: Window, sample: dict[str, Any], notes: list[str]) -> None:
     raw = window.files.get("bench.json")
     if raw is None:
         if not sample["crashed"]:
@@ -290,7 +288,7 @@ def _bench_numbers(window: Window, sample: dict, notes: list[str]) -> None:
     sample["ttft_p50_ms"], sample["ttft_p99_ms"] = ttft.get("p50"), ttft.get("p99")
 
 
-def _server_numbers(window: Window, sample: dict, notes: list[str]) -> None:
+def _server_numbers(window: Window, sample: dict[str, Any], notes: list[str]) -> None:
     before, after = window.files.get("metrics-before.txt"), window.files.get("metrics-after.txt")
     if not before or not after:
         return
@@ -308,7 +306,7 @@ def _server_numbers(window: Window, sample: dict, notes: list[str]) -> None:
         sample["memory_bytes"] = rss
 
 
-def _smi_numbers(window: Window, sample: dict) -> None:
+def _smi_numbers(window: Window, sample: dict[str, Any]) -> None:
     raw = window.files.get("smi.txt")
     if not raw:
         return
@@ -320,7 +318,7 @@ def _smi_numbers(window: Window, sample: dict) -> None:
     sample["gpu_memory_used_mib"] = sum(used) if used else None
 
 
-def engine_window(seq: int, start: float, end: float, metrics: dict) -> dict:
+def engine_window(seq: int, start: float, end: float, metrics: dict[str, Any]) -> dict[str, Any]:
     """A stored window in decide_g4's input shape."""
     keys = (
         "crashed",
@@ -334,7 +332,7 @@ def engine_window(seq: int, start: float, end: float, metrics: dict) -> dict:
     return {"seq": seq, "start": start, "end": end, **{key: metrics.get(key) for key in keys}}
 
 
-def find_gaps(windows: list[tuple[int, float, float, dict]]) -> list[dict]:
+def find_gaps(windows: list[tuple[int, float, float, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Periods between consecutive windows (seq, start, end, metrics) nobody observed, with why:
     the host rebooted (boot id changed) or the agent was down (another agent pid)."""
     gaps = []
@@ -354,7 +352,7 @@ def find_gaps(windows: list[tuple[int, float, float, dict]]) -> list[dict]:
     return gaps
 
 
-def _gap_cause(before: dict, after: dict) -> str:
+def _gap_cause(before: dict[str, Any], after: dict[str, Any]) -> str:
     if before.get("boot_id") != after.get("boot_id"):
         return "host rebooted (boot id changed)"
     if before.get("agent_pid") != after.get("agent_pid"):
@@ -362,9 +360,9 @@ def _gap_cause(before: dict, after: dict) -> str:
     return "agent did not record"
 
 
-def unobserved_allowance_s(spec: dict) -> float:
+def unobserved_allowance_s(spec: dict[str, Any]) -> float:
     """How long the spec lets a soak go unobserved in all."""
-    return spec["limits"]["max_unobserved_pct"] / 100 * spec["duration_h"] * 3600
+    return float(spec["limits"]["max_unobserved_pct"] / 100 * spec["duration_h"] * 3600)
 
 
 @dataclass(frozen=True)
@@ -381,7 +379,7 @@ class TickState:
     deadline: float | None
     cancel: bool
     may_relaunch: bool
-    config: dict
+    config: dict[str, Any]
 
 
 @dataclass

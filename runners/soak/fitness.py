@@ -51,7 +51,7 @@ MAX_FINDINGS = 40
 MAX_FAULTS_NAMED = 3
 
 
-def window_health(line: dict, files: dict[str, bytes]) -> dict[str, Any]:
+def window_health(line: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
     """The window's GPUs (None when smi was not read), its critical XID events (None when the
     kernel log was not read) and its notes."""
     notes: list[str] = []
@@ -73,14 +73,16 @@ def window_health(line: dict, files: dict[str, bytes]) -> dict[str, Any]:
     return {"gpus": gpus, "xid_events": events, "notes": notes}
 
 
-def _server_pids(line: dict) -> set[int]:
+def _server_pids(line: dict[str, Any]) -> set[int]:
     """The soak's own server and its processes (the agent lists its process tree): on the
     GPUs by design, so never foreign; their memory is expected too."""
     pids = {line.get("server_pid"), *(line.get("server_pids") or [])}
     return {pid for pid in pids if isinstance(pid, int)}
 
 
-def _gpus(raw: bytes | None, error: str | None, notes: list[str], lost: str) -> list[dict] | None:
+def _gpus(
+    raw: bytes | None, error: str | None, notes: list[str], lost: str
+) -> list[dict[str, Any]] | None:
     if error:
         notes.append(f"smi could not be read ({error}): {lost}")
     if not raw:
@@ -92,18 +94,21 @@ def _gpus(raw: bytes | None, error: str | None, notes: list[str], lost: str) -> 
         reader = HEALTH_READERS.get(inventory_source(text) or "")
         if reader is None:
             return None
-        return reader(text)["gpus"]
+        gpus: list[dict[str, Any]] = reader(text)["gpus"]
+        return gpus
     except (adapters.AdapterError, FormatProblem, KeyError, TypeError, ValueError) as problem:
         notes.append(f"smi output unreadable ({problem}): {lost}")
         return None
 
 
-def _amd_watched(files: dict[str, bytes], errors: dict) -> bool:
+def _amd_watched(files: dict[str, bytes], errors: dict[str, Any]) -> bool:
     """The agent ran the amd-smi probes: it does so only on a host whose GPU probe was AMD's."""
     return any(name in errors or AMD_FILES[name] in files for name in AMD_FILES)
 
 
-def _amd_gpus(files: dict[str, bytes], errors: dict, notes: list[str]) -> list[dict] | None:
+def _amd_gpus(
+    files: dict[str, bytes], errors: dict[str, Any], notes: list[str]
+) -> list[dict[str, Any]] | None:
     """The GPUs as amd-smi's metric and process views show them, named by the PCI addresses
     of the window's inventory (smi.txt: amd-smi static or rocm-smi), as the contract step
     names them. Without readable processes the rest still counts, with a note."""
@@ -112,13 +117,17 @@ def _amd_gpus(files: dict[str, bytes], errors: dict, notes: list[str]) -> list[d
         return None
     processes = _readable_processes(_amd_output(files, errors, AMD_PROCESS, notes), notes)
     try:
-        return parse_amd_health(metric, processes, bus_ids=_bus_ids(files.get(SMI_FILE)))["gpus"]
+        health = parse_amd_health(metric, processes, bus_ids=_bus_ids(files.get(SMI_FILE)))
+        gpus: list[dict[str, Any]] = health["gpus"]
+        return gpus
     except (FormatProblem, KeyError, TypeError, ValueError) as problem:
         notes.append(f"{_said(problem)}: {NOT_CHECKED[AMD_METRIC]}")
         return None
 
 
-def _amd_output(files: dict[str, bytes], errors: dict, name: str, notes: list[str]) -> str | None:
+def _amd_output(
+    files: dict[str, bytes], errors: dict[str, Any], name: str, notes: list[str]
+) -> str | None:
     """One amd-smi probe's output as text, or None with a note saying why there is none."""
     raw, error, label = files.get(AMD_FILES[name]), errors.get(name), AMD_LABELS[name]
     if error:
@@ -159,7 +168,7 @@ def _said(problem: Exception) -> str:
     return one_line(str(problem), 200)
 
 
-def _gpu(gpu: dict, server: set[int]) -> dict[str, Any]:
+def _gpu(gpu: dict[str, Any], server: set[int]) -> dict[str, Any]:
     foreign = [p for p in gpu.get("compute_processes") or [] if _pid(p.get("pid")) not in server]
     return {
         "index": gpu["index"],
@@ -176,7 +185,9 @@ def _pid(value: object) -> int | None:
     return None
 
 
-def _xid_events(raw: bytes | None, error: str | None, notes: list[str]) -> list[dict] | None:
+def _xid_events(
+    raw: bytes | None, error: str | None, notes: list[str]
+) -> list[dict[str, Any]] | None:
     if error:
         notes.append(f"kernel log could not be read ({error}): XIDs not checked in this window")
     if raw is None:
@@ -196,7 +207,9 @@ def _xid_events(raw: bytes | None, error: str | None, notes: list[str]) -> list[
     return [event for event in events if event.get("critical")][-MAX_EVENTS:]
 
 
-def health_fold(summary: dict, seq: int, health: dict | None) -> tuple[dict, list[str]]:
+def health_fold(
+    summary: dict[str, Any], seq: int, health: dict[str, Any] | None
+) -> tuple[dict[str, Any], list[str]]:
     """The soak's health so far with window `seq` added (windows in seq order, each once), and
     why that window shows the host unfit to measure (empty when fit).
 
@@ -222,7 +235,7 @@ def health_fold(summary: dict, seq: int, health: dict | None) -> tuple[dict, lis
     return summary, faults
 
 
-def _as_health(gpu: dict) -> dict:
+def _as_health(gpu: dict[str, Any]) -> dict[str, Any]:
     """The window's GPU as host_unfit reads it, with only what a running soak is held to:
     someone else's process. No held-memory check (the server holds it), no throttling (a
     note), no absolute ECC count (a rise is the rule here)."""
@@ -233,7 +246,7 @@ def _as_health(gpu: dict) -> dict:
     }
 
 
-def _ecc_rise(gpu: dict, baseline: dict, seq: int) -> list[str]:
+def _ecc_rise(gpu: dict[str, Any], baseline: dict[str, Any], seq: int) -> list[str]:
     """Uncorrectable ECC errors counted since the soak's first window that read this GPU's
     count. The first window is the baseline (the contract step before the soak already
     refused a host with any); a reboot resets the volatile count, so a fall is no finding."""
@@ -249,7 +262,7 @@ def _ecc_rise(gpu: dict, baseline: dict, seq: int) -> list[str]:
     ]
 
 
-def _findings(findings: list[dict], seq: int, notes: list[str]) -> list[dict]:
+def _findings(findings: list[dict[str, Any]], seq: int, notes: list[str]) -> list[dict[str, Any]]:
     """Each distinct note with its first and last window and how many windows showed it."""
     found = [dict(entry) for entry in findings]
     for note in dict.fromkeys(notes):

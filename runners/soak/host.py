@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from documents.step import Step
 from runners.commands import fill
 from runners.errors import InfrastructureError
 from runners.soak import collector as soak
+from runners.stepcontext import StepContext
 from runners.transport import DetachedStatus, Launch, Transport
 
 # Uploaded under the names the host-side scripts import each other by (collector.AGENT_FILE,
@@ -24,7 +27,7 @@ READ_MAX_BYTES = 768 * 1024
 def launch_agent(
     transport: Transport,
     *,
-    config: dict,
+    config: dict[str, Any],
     paths: soak.SoakPaths,
     python: str,
     token: str,
@@ -156,7 +159,7 @@ def _lost(status: DetachedStatus) -> str:
     return "the agent process is gone (killed)"
 
 
-def launch_step(ctx, step: dict, detail: dict) -> dict:
+def launch_step(ctx: StepContext, step: Step, detail: dict[str, Any]) -> dict[str, Any]:
     """The G4 program's one host step: start the agent (generation 1), or adopt it when the
     launch is retried. Returns what the step records; the collector ticks take over."""
     if detail.get("launched"):

@@ -28,7 +28,8 @@ def backoff_delay(
     retry: int, *, first_s: float = FIRST_RETRY_S, max_s: float = MAX_RETRY_S
 ) -> float:
     """Seconds to wait before retry number `retry` (1, 2, ...): doubling from first_s, capped."""
-    return min(first_s * 2 ** (max(retry, 1) - 1), max_s)
+    growth: int = 2 ** (max(retry, 1) - 1)  # int ** int is Any to mypy (a negative power)
+    return min(first_s * growth, max_s)
 
 
 def is_transient(error: BaseException) -> bool:

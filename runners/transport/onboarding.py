@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from runners.errors import InfrastructureError, RunnerError, SpecError
 from runners.transport import ssh as ssh_transport
-from runners.transport.network import STEP_TCP
+from runners.transport.network import STEP_AUTH, STEP_TCP
 from runners.transport.types import CheckResult, ConnectionReport, SshTarget
 
 PROBE_TIMEOUT = 30.0
@@ -45,7 +45,7 @@ _CHECK_OF_STEP = {
     STEP_TCP: "reachable",
     ssh_transport.STEP_HANDSHAKE: "reachable",
     ssh_transport.STEP_HOST_KEY: "host key",
-    ssh_transport.STEP_AUTH: "authentication",
+    STEP_AUTH: "authentication",
 }
 
 

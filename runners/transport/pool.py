@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from runners.transport.ssh import SshTransport
@@ -127,7 +127,7 @@ _POOL = ConnectionPool()
 os.register_at_fork(after_in_child=_POOL.forget_after_fork)
 
 
-def pooled_transport(target: SshTarget):
+def pooled_transport(target: SshTarget) -> AbstractContextManager[SshTransport]:
     """This process's kept connection to `target` (a context manager), for repeated short
     tasks against the same hosts: the soak collector's ticks."""
     return _POOL.lend(target)

@@ -44,13 +44,13 @@ READ_BYTES = 1 << 16
 _TRANSIENT = (OSError, EOFError, paramiko.SSHException)
 
 
-class _NotPinnedError(paramiko.SSHException):
+class _NotPinnedError(paramiko.SSHException):  # type: ignore[misc]  # paramiko is untyped
     def __init__(self, key: paramiko.PKey) -> None:
         super().__init__("host key not pinned")
         self.key = key
 
 
-class _PinnedKeyPolicy(paramiko.RejectPolicy):
+class _PinnedKeyPolicy(paramiko.RejectPolicy):  # type: ignore[misc]  # paramiko is untyped
     """RejectPolicy that keeps the offered key, so the refusal can show its fingerprint."""
 
     def missing_host_key(
@@ -188,7 +188,7 @@ class SshTransport(DetachedProcesses):
                 host=self.host,
                 step=step,
             )
-        return channel.exit_status
+        return int(channel.exit_status)  # paramiko is untyped; it is an int
 
     # -- files -----------------------------------------------------------------------------
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Dict, List, Mapping
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
 
 from simhost.datasets import DatasetSpec
 from simhost.scenarios import SCENARIOS
 from simhost.server.args import UsageError
+
+if TYPE_CHECKING:  # imported where used: prometheus_client only when benchmarking
+    from simhost.bench.client import Endpoint
+    from simhost.bench.run import BenchSettings
 
 DATASETS = ("random", "prefix_repetition", "cold_recovery")
 BACKENDS = ("openai", "vllm", "openai-chat")
@@ -132,7 +136,7 @@ def _dataset(values: Mapping[str, Any]) -> DatasetSpec:
     )
 
 
-def _metric_lists(values: Mapping[str, Any]) -> tuple:
+def _metric_lists(values: Mapping[str, Any]) -> Tuple[List[str], List[float]]:
     metrics = [m.strip() for m in values["percentile_metrics"].split(",") if m.strip()]
     for metric in metrics:
         if metric not in METRICS:
@@ -168,7 +172,7 @@ def _extra_body(text: Any) -> Dict[str, Any]:
     return body
 
 
-def _endpoint(values: Mapping[str, Any]):
+def _endpoint(values: Mapping[str, Any]) -> Endpoint:
     from simhost.bench.client import Endpoint
 
     chat = values["backend"] == "openai-chat"
@@ -187,7 +191,7 @@ def _endpoint(values: Mapping[str, Any]):
     )
 
 
-def bench_settings(args: argparse.Namespace):
+def bench_settings(args: argparse.Namespace) -> BenchSettings:
     """Validated BenchSettings; raises UsageError naming the flag."""
     from simhost.bench.run import BenchSettings  # prometheus_client only when benchmarking
 

@@ -10,7 +10,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from simhost.bench.http import HttpClient, HttpError
 from simhost.bench.result import RequestOutcome
@@ -77,7 +77,7 @@ class _EventReader:
         self.user_ttft: Optional[float] = None
         self.timing: Dict[str, float] = {}
         self._buffer = b""
-        self._events: List[tuple] = []
+        self._events: List[Tuple[float, float, bytes]] = []
 
     def body(self, piece: bytes, now: float) -> None:
         self._buffer += piece
@@ -214,7 +214,8 @@ async def fetch_text(client: HttpClient, path: str) -> str:
 
 async def first_model(client: HttpClient) -> str:
     """The first served model, as `vllm bench serve` picks it when --model is not given."""
-    return json.loads(await fetch_text(client, "/v1/models"))["data"][0]["id"]
+    model: str = json.loads(await fetch_text(client, "/v1/models"))["data"][0]["id"]
+    return model
 
 
 async def is_healthy(client: HttpClient) -> bool:

@@ -171,15 +171,17 @@ class _Exchange:
 
     def __init__(self) -> None:
         self.parser: Optional[ResponseParser] = None
-        self.finished: Optional[asyncio.Future] = None
+        self.finished: Optional[asyncio.Future[None]] = None
         self.closed = False
         self.sent = 0.0
 
-    def start(self, parser: ResponseParser, data: bytes) -> None:
+    def start(self, parser: ResponseParser, data: bytes) -> asyncio.Future[None]:
+        """Send the request; the future is done when `parser` has the whole answer."""
         self.parser = parser
-        self.finished = asyncio.get_running_loop().create_future()
+        self.finished = finished = asyncio.get_running_loop().create_future()
         self.sent = time.perf_counter()
         self.send(data)
+        return finished
 
     def send(self, data: bytes) -> None:
         raise NotImplementedError
@@ -217,7 +219,8 @@ class _ProtocolConnection(_Exchange, asyncio.Protocol):
         super().__init__()
         self.transport: Optional[asyncio.Transport] = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    # A stream connection's transport is an asyncio.Transport (the base class says BaseTransport).
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -230,9 +233,11 @@ class _ProtocolConnection(_Exchange, asyncio.Protocol):
         self.lost()
 
     def send(self, data: bytes) -> None:
+        assert self.transport is not None  # connection_made comes first
         self.transport.write(data)
 
     def close(self) -> None:
+        assert self.transport is not None
         self.transport.close()
 
 
@@ -362,15 +367,16 @@ class HttpClient:
         sink = on_body or (lambda piece, now: collected.append(piece))
         connection = await self._connection()
         head = self._head(method, path, headers or {}, len(body))
-        connection.start(ResponseParser(sink, on_status), head + body)
+        parser = ResponseParser(sink, on_status)
+        finished = connection.start(parser, head + body)
         try:
-            await asyncio.wait_for(asyncio.shield(connection.finished), self.timeout)
+            await asyncio.wait_for(asyncio.shield(finished), self.timeout)
         except BaseException:
-            connection.finished.cancel()  # nobody will read an error the close would set
+            finished.cancel()  # nobody will read an error the close would set
             connection.close()
             raise
-        status = connection.parser.status
-        if connection.parser.keep_alive and not connection.closed:
+        status = parser.status
+        if parser.keep_alive and not connection.closed:
             connection.parser = None
             self._idle.append(connection)
         else:

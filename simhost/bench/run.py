@@ -14,7 +14,7 @@ import random
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, AsyncIterator, Dict, List, Optional, Sequence
 
 from simhost.bench.client import (
     Endpoint,
@@ -59,7 +59,9 @@ class BenchSettings:
     result_filename: Optional[str]
 
 
-async def _arrivals(count: int, rate: float, burstiness: float, rng: random.Random):
+async def _arrivals(
+    count: int, rate: float, burstiness: float, rng: random.Random
+) -> AsyncIterator[int]:
     """vLLM's request generator: gamma-distributed gaps (Poisson when burstiness is 1)."""
     for index in range(count):
         yield index
@@ -232,6 +234,7 @@ def result_path(settings: BenchSettings, result: Dict[str, Any]) -> str:
         concurrency = (
             "-concurrency{}".format(result["max_concurrency"]) if result["max_concurrency"] else ""
         )
+        assert settings.endpoint.model is not None  # filled in by _with_model
         model = settings.endpoint.model.split("/")[-1]
         name = "{}-{}qps{}-{}-{}.json".format(
             settings.label or settings.backend,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, overload
 
 ENV_HOST_CONFIG = "SIMHOST_HOST_CONFIG"
 DEFAULT_HOST_PRESET = "h100x8-cpu512"
@@ -182,7 +182,18 @@ def _merge(base: Dict[str, Any], override: Mapping[str, Any]) -> Dict[str, Any]:
     return merged
 
 
-def _field(data: Mapping[str, Any], path: str, kind: type, source: str, optional: bool = False):
+T = TypeVar("T")
+
+
+@overload
+def _field(data: Mapping[str, Any], path: str, kind: Type[T], source: str) -> T: ...
+@overload
+def _field(
+    data: Mapping[str, Any], path: str, kind: Type[T], source: str, optional: bool
+) -> Optional[T]: ...
+def _field(
+    data: Mapping[str, Any], path: str, kind: Type[T], source: str, optional: bool = False
+) -> Optional[T]:
     value: Any = data
     for part in path.split("."):
         if not isinstance(value, Mapping) or part not in value:
@@ -249,7 +260,7 @@ def _health(data: Any, source: str) -> GpuHealth:
     )
 
 
-def _items(data: Mapping[str, Any], name: str, source: str) -> List[Tuple[str, Mapping]]:
+def _items(data: Mapping[str, Any], name: str, source: str) -> List[Tuple[str, Mapping[str, Any]]]:
     found = []
     for i, item in enumerate(data.get(name) or []):
         where = "{} gpu_health.{}[{}]".format(source, name, i)

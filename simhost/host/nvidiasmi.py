@@ -153,7 +153,9 @@ def render_nvidia_xml(host: HostConfig, live: Sequence[GpuLive], now: datetime) 
     return header + doctype + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def csv_fields(host: HostConfig, index: int, live: GpuLive, now: datetime) -> Dict[str, tuple]:
+def csv_fields(
+    host: HostConfig, index: int, live: GpuLive, now: datetime
+) -> Dict[str, Tuple[str, str]]:
     """field -> (value, unit or ''); the unit is dropped with `nounits`."""
     model = nvidia_model(host.gpu_model)
     total = host.gpu_memory_mib

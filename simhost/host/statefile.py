@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 ENV_STATE_DIR = "SIMHOST_STATE_DIR"
 
@@ -68,7 +68,7 @@ def _alive(pid: int) -> bool:
 
 def _parse(path: str) -> ServerState:
     with open(path, encoding="utf-8") as handle:
-        data: Dict = json.load(handle)
+        data: Dict[str, Any] = json.load(handle)
     return ServerState(
         pid=int(data["pid"]),
         port=int(data["port"]),

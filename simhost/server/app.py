@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Dict, List, Optional
+from typing import Awaitable, Callable, Dict, List, Optional, Sequence
 
 from aiohttp import web
 
@@ -148,11 +148,11 @@ class SimServer:
             print("simhost: injected hang, no further answers", flush=True)
             self.loop.hung = True
 
-    def engine_request(self, words: List[str], max_tokens: int, salt: int) -> EngineRequest:
+    def engine_request(self, ids: Sequence[int], max_tokens: int, salt: int) -> EngineRequest:
         return EngineRequest(
             req_id=uuid.uuid4().hex,
-            prompt_hashes=block_hashes(words, self.settings.engine.block_size),
-            prompt_len=len(words),
+            prompt_hashes=block_hashes(ids, self.settings.engine.block_size),
+            prompt_len=len(ids),
             max_tokens=max_tokens,
             salt=salt,
             arrival=0.0,

@@ -78,7 +78,8 @@ class FaultDice:
     def corrupt_this_output(self, prompt_fingerprint: int) -> bool:
         """Stable per prompt: the same prompt is corrupted on every try."""
         rate = self._config.wrong_output_rate
-        return rate > 0 and random.Random(prompt_fingerprint ^ self._config.seed).random()  # noqa: S311 < rate
+        draw = random.Random(prompt_fingerprint ^ self._config.seed).random()  # noqa: S311
+        return rate > 0 and draw < rate
 
 
 _INT_FIELDS = {"crash_after_requests", "hang_after_requests", "seed"}

@@ -7,7 +7,7 @@ the runtime in wall seconds. Imports prometheus_client (serve only), never aioht
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.gc_collector import GCCollector
@@ -19,10 +19,13 @@ from simhost.engine.batching import Engine
 
 LABELS = ("engine", "model_name")
 FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")
+TTFT_BUCKETS: Tuple[float, ...]  # grown below: declared for the whole length
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5)
 TTFT_BUCKETS += (5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+ITL_BUCKETS: Tuple[float, ...]
 ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0)
 ITL_BUCKETS += (7.5, 10.0, 20.0, 40.0, 80.0)
+REQUEST_BUCKETS: Tuple[float, ...]
 REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0)
 REQUEST_BUCKETS += (60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
 N_BUCKETS = (1.0, 2.0, 5.0, 10.0, 20.0)
@@ -245,6 +248,7 @@ class _EngineCollector:
             "vllm:kv_offload_load_bytes", "Bytes loaded from the CPU tier.", stats.load_bytes
         )
         tier = self._server.engine.tier
+        assert tier is not None  # the offload series are collected only with a tier
         yield self._gauge(
             "vllm:kv_offload_cpu_cache_usage_perc", "CPU KV tier usage fraction.", tier.usage()
         )
@@ -262,9 +266,20 @@ class ServerMetrics:
     prompt_tokens: Histogram
     generation_tokens: Histogram
     computed_tokens: Histogram
+    prefill: Histogram
+    decode: Histogram
+    inference: Histogram
+    max_generation: Histogram
+    params_n: Histogram
+    params_max_tokens: Histogram
+    request_preemptions: Histogram
 
     def __init__(
-        self, engine: Engine, model_name: str, cache_labels: Dict[str, str], leaked_bytes
+        self,
+        engine: Engine,
+        model_name: str,
+        cache_labels: Dict[str, str],
+        leaked_bytes: Callable[[], int],
     ) -> None:
         self.engine = engine
         self.label_values = ["0", model_name]
@@ -279,7 +294,7 @@ class ServerMetrics:
         self.registry.register(_EngineCollector(self))
         self._build_histograms(engine.config.preset.max_model_len)
 
-    def _histogram(self, name: str, doc: str, buckets) -> Histogram:
+    def _histogram(self, name: str, doc: str, buckets: Sequence[float]) -> Histogram:
         metric = Histogram(name, doc, LABELS, buckets=buckets, registry=self.registry)
         return metric.labels(*self.label_values)
 

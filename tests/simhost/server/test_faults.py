@@ -88,4 +88,5 @@ def test_wrong_output_picks_the_same_prompts_every_time():
     dice = FaultDice(FaultConfig(wrong_output_rate=0.5))
     picks = [dice.corrupt_this_output(p) for p in range(200)]
     assert picks == [dice.corrupt_this_output(p) for p in range(200)]
+    assert all(isinstance(pick, bool) for pick in picks)
     assert 60 < sum(picks) < 140
