@@ -56,36 +56,33 @@ class PrefixHits:
         self.hit_tokens_by_depth: Counter[int] = Counter()  # e_j -> tokens
         self.reuse_blocks: Counter[int] = Counter()  # d_j of every re-referenced block
         self.reuse_seconds = LogHistogram()
-        self.last_seen_s: dict[int, float] = {}
+        self.last_seen_s: dict[int, float] = {}  # key -> arrival of its last request
 
     def add(self, record: TraceRecord) -> None:
         keys = self.keys.of(record.block_ids or ())
         measured = self.requests >= self.warmup_requests
         self.requests += 1
-        arrival = record.arrival_s
+        distances = self.stack.look_up_then_touch(keys)
         weights = block_weights(record.input_tokens, len(keys), self.block_tokens)
-        depth, prefix_alive = 0, True
-        for key, weight in zip(keys, weights, strict=True):
-            distance = self.stack.distance(key)
+        depth = 0
+        for distance, weight in zip(distances, weights, strict=True):
             if distance is None:
-                prefix_alive = False
-                continue
-            self.reuse_blocks[distance] += 1
-            if arrival is not None:
-                self.reuse_seconds.add(arrival - self.last_seen_s[key])
-            if prefix_alive:
-                depth = max(depth, distance)
-                if measured:
-                    self.hit_tokens_by_depth[depth] += weight
+                break  # no later block of this request can hit
+            depth = max(depth, distance)
+            if measured:
+                self.hit_tokens_by_depth[depth] += weight
         if measured:
             self.measured_tokens += record.input_tokens
-        self._touch(keys, arrival)
+        self._add_reuse(keys, distances, record.arrival_s)
 
-    def _touch(self, keys: list[int], arrival: float | None) -> None:
-        for key in reversed(keys):
-            self.stack.touch(key)
-            if arrival is not None:
-                self.last_seen_s[key] = arrival
+    def _add_reuse(self, keys: list[int], distances: list[int | None], at: float | None) -> None:
+        for key, distance in zip(keys, distances, strict=True):
+            if distance is not None:
+                self.reuse_blocks[distance] += 1
+                if at is not None:
+                    self.reuse_seconds.add(at - self.last_seen_s[key])
+        if at is not None:
+            self.last_seen_s.update(dict.fromkeys(keys, at))
 
     def curve(self) -> HitCurve:
         return HitCurve(self.hit_tokens_by_depth, self.measured_tokens, self.block_tokens)

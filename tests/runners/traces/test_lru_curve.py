@@ -5,16 +5,29 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
+from contextlib import contextmanager
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runners.traces import lru_stack
 from runners.traces.lru_simulation import simulated_hit_ratio
-from runners.traces.lru_stack import MIN_SLOTS, LruStack
+from runners.traces.lru_stack import LruStack
 from runners.traces.prefix_hits import PrefixHits
 from runners.traces.records import TraceRecord
 
 B = 3
+
+
+@contextmanager
+def tiny_slots():
+    """Chunks of 2 slots, 2 chunks to start: every few touches compact and grow the stack."""
+    with (
+        mock.patch.object(lru_stack, "CHUNK_BITS", 1),
+        mock.patch.object(lru_stack, "MIN_CHUNKS", 2),
+    ):
+        yield
 
 
 def naive_distance(order: OrderedDict[int, None], key: int) -> int | None:
@@ -26,19 +39,20 @@ def naive_distance(order: OrderedDict[int, None], key: int) -> int | None:
 
 @given(st.lists(st.integers(0, 12), max_size=80))
 def test_stack_distances_are_lru_positions(keys):
-    stack, order = LruStack(), OrderedDict()
-    for key in keys:
-        assert stack.distance(key) == naive_distance(order, key)
-        stack.touch(key)
-        order[key] = None
-        order.move_to_end(key)
+    with tiny_slots():
+        stack, order = LruStack(), OrderedDict()
+        for key in keys:
+            assert stack.distance(key) == naive_distance(order, key)
+            stack.touch(key)
+            order[key] = None
+            order.move_to_end(key)
 
 
-def test_distances_survive_many_compactions():
+def test_distances_survive_many_compactions_at_the_real_chunk_size():
     rng = random.Random(7)
     stack, order = LruStack(), OrderedDict()
-    for _ in range(MIN_SLOTS * 6):
-        key = rng.randrange(700)
+    for _ in range(3 * (lru_stack.MIN_CHUNKS << lru_stack.CHUNK_BITS)):
+        key = rng.randrange(300)
         assert stack.distance(key) == naive_distance(order, key)
         stack.touch(key)
         order[key] = None
@@ -64,12 +78,15 @@ def records_of(drawn) -> list[TraceRecord]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(requests, st.booleans(), st.integers(0, 5))
-def test_the_one_pass_curve_equals_a_naive_simulation_at_every_capacity(drawn, chained, warmup):
+@given(requests, st.booleans(), st.integers(0, 5), st.booleans())
+def test_the_one_pass_curve_equals_a_naive_simulation_at_every_capacity(
+    drawn, chained, warmup, tiny
+):
     records = records_of(drawn)
     hits = PrefixHits(B, chained_ids=chained, warmup_requests=warmup)
-    for record in records:
-        hits.add(record)
+    with tiny_slots() if tiny else mock.patch.object(lru_stack, "CHUNK_BITS", 8):
+        for record in records:
+            hits.add(record)
     curve = hits.curve()
     for capacity_blocks in range(0, 45):
         capacity = capacity_blocks * B
