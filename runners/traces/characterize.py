@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runners.traces.arrivals import ArrivalProfile
@@ -97,7 +97,7 @@ class _OnePass:
             distinct_blocks=len(self.hits.stack) if self.hits else 0,
             input_tokens=sum(n * c for n, c in self.inputs.items()),
             output_tokens=sum(n * c for n, c in self.outputs.items()),
-            block_tokens=self.block_tokens if self.hits else None,
+            block_tokens=None,  # until a request with blocks is seen
             measured_from_request=self.warmup,
             input_length=count_summary(self.inputs),
             output_length=count_summary(self.outputs),
@@ -107,12 +107,11 @@ class _OnePass:
         if self.hits is None or not self.hits.requests:
             return base
         curve = self.hits.curve()
-        return TraceProfile(
-            **{name: getattr(base, name) for name in base.__dataclass_fields__}
-            | {
-                "infinite_cache_hit_ratio": curve.ceiling(),
-                "hit_ratio_at": {c: curve.at(c) for c in sorted(set(capacities_tokens))},
-                "hit_ratio_curve": curve.points(),
-                "reuse_distance": self.hits.reuse_to_dict(),
-            }
+        return replace(
+            base,
+            block_tokens=self.block_tokens,
+            infinite_cache_hit_ratio=curve.ceiling(),
+            hit_ratio_at={c: curve.at(c) for c in sorted(set(capacities_tokens))},
+            hit_ratio_curve=curve.points(),
+            reuse_distance=self.hits.reuse_to_dict(),
         )

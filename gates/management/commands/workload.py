@@ -52,7 +52,8 @@ class Command(BaseCommand):
 
     def _characterize(self, options: dict[str, Any]) -> TraceProfile:
         trace_format = FORMATS[options["format"]]
-        block = options["block_tokens"] or trace_format.block_tokens
+        # A load-shape format has no blocks, whatever --block-tokens says.
+        block = trace_format.block_tokens and (options["block_tokens"] or trace_format.block_tokens)
         records = read_trace_file(
             options["path"], options["format"], block, options["sessions_in_flight"]
         )

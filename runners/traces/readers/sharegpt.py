@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from runners.traces.readers import fields
-from runners.traces.records import TraceError, TraceRecord, block_count
+from runners.traces.records import TraceError, TraceRecord
 
 BLOCK_TOKENS = 16
 BYTES_PER_TOKEN = 4
@@ -50,12 +50,13 @@ def conversation_records(
         answer = messages[index + 1] if index + 1 < len(messages) else None
         if role != "user" or answer is None or answer[0] != "assistant":
             continue
+        # ceil(ceil(bytes / 4) / block) == ceil(bytes / (4 * block)): the ids meet the block rule.
         input_tokens = estimated_tokens(chain.size)
-        ids = chain.block_ids()
-        assert len(ids) == block_count(input_tokens, block_tokens)
         output_tokens = estimated_tokens(answer[2])
         turn = len(records) + 1
-        records.append(TraceRecord(None, input_tokens, output_tokens, ids, session, turn))
+        records.append(
+            TraceRecord(None, input_tokens, output_tokens, chain.block_ids(), session, turn)
+        )
     return records
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from runners.traces.readers.bailian import read_bailian
 from runners.traces.readers.formats import read_trace_file
@@ -14,7 +17,7 @@ from runners.traces.readers.jsonl import json_array_items
 from runners.traces.readers.loadshape import read_azure, read_burstgpt
 from runners.traces.readers.mooncake import read_mooncake
 from runners.traces.readers.sharegpt import conversation_records, interleave_sessions
-from runners.traces.records import TraceRecord
+from runners.traces.records import TraceRecord, block_count
 
 
 def jsonl(*rows: dict) -> list[str]:
@@ -174,3 +177,20 @@ def test_a_file_is_read_with_the_formats_default_block_size(tmp_path: Path):
         )
     )
     assert next(read_trace_file(path, "mooncake")).block_ids == (1, 2)
+
+
+@given(
+    st.lists(st.text(max_size=300), min_size=2, max_size=8),
+    st.integers(1, 40),
+)
+def test_sharegpt_records_meet_the_block_rule_and_extend_their_previous_turn(texts, block):
+    speakers = ("human", "gpt")
+    turns = [{"from": speakers[i % 2], "value": text} for i, text in enumerate(texts)]
+    conversation = {"conversations": turns}
+    records = conversation_records(conversation, line=1, block_tokens=block)
+    assert len(records) == len(texts) // 2
+    for earlier, later in itertools.pairwise(records):
+        full = len(earlier.block_ids) - 1  # the last block may be partial, rehashed once it fills
+        assert later.block_ids[:full] == earlier.block_ids[:full]
+    for record in records:
+        assert len(record.block_ids) == block_count(record.input_tokens, block)
