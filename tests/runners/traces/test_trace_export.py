@@ -92,3 +92,23 @@ def test_a_bad_log_line_is_refused_with_its_line_and_field(tmp_path, entry, fiel
     done = run_exporter(tmp_path, [LOG[1], entry])
     assert done.returncode == 1 and done.stdout == ""
     assert f"line 2, field {field}:" in done.stderr
+
+
+def test_a_tokenizer_file_gives_real_token_counts_and_block_boundaries(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    words = ["[UNK]", "user", "assistant", "one", "two", "three"]
+    tokenizer = tokenizers.Tokenizer(
+        tokenizers.models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]")
+    )
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    first = [{"role": "user", "content": "one two three one two three"}]
+    second = [*first, {"role": "assistant", "content": "two"}, {"role": "user", "content": "one"}]
+    log = [{"timestamp": 0, "messages": first}, {"timestamp": 1, "messages": second}]
+    done = run_exporter(
+        tmp_path, log, "--tokenizer", str(tmp_path / "tokenizer.json"), "--block-tokens", "3"
+    )
+    assert done.returncode == 0, done.stderr
+    a, b = list(read_mooncake(done.stdout.splitlines(), block_tokens=3))
+    assert (a.input_tokens, b.input_tokens) == (7, 11)  # "user" + six words; + 4 more
+    assert b.block_ids[:2] == a.block_ids[:2]
