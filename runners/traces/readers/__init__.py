@@ -1,0 +1,1 @@
+"""One streaming reader per trace format; formats.py names them and opens the file."""
