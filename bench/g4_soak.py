@@ -149,10 +149,10 @@ def make_soak(count: int, label: str):
 
 
 def _engine_windows(soak) -> list[dict]:
-    from runners.soak import collector as pure
+    from runners.soak import collector
 
     rows = soak.run.soak_samples.values_list("seq", "window_start", "window_end", "metrics")
-    return [pure.engine_window(q, a.timestamp(), b.timestamp(), m) for q, a, b, m in rows]
+    return [collector.engine_window(q, a.timestamp(), b.timestamp(), m) for q, a, b, m in rows]
 
 
 def measure_decision(counts: list[int]) -> None:
@@ -186,21 +186,21 @@ def measure_decision(counts: list[int]) -> None:
 
 
 def fake_window(seq: int, *, crashed: bool):
-    from runners.soak import collector as pure
+    from runners.soak import collector
 
     files = {
         "bench.json": BENCH_FILE.read_bytes(),
         "metrics-before.txt": METRICS_FILE.read_bytes(),
         "metrics-after.txt": METRICS_FILE.read_bytes(),
     }
-    return pure.Window(window_line(seq, crashed=crashed), files)
+    return collector.Window(window_line(seq, crashed=crashed), files)
 
 
 def measure_tick(count: int, repeats: int = 20) -> None:
     from django.conf import settings
 
     from gates.services.soak import ticks as soak_service
-    from runners.soak import collector as pure
+    from runners.soak import collector
 
     settings.TOLLGATE_SOAK_PROVISIONAL_S = 10**9
     soak = make_soak(count, f"tick-{count}")
@@ -210,7 +210,7 @@ def measure_tick(count: int, repeats: int = 20) -> None:
         run_id=soak.run_id,
         token="t",
         plan=None,
-        paths=pure.SoakPaths(soak.run_dir),
+        paths=collector.SoakPaths(soak.run_dir),
         generation=1,
         offset=soak.offset,
         ack_seq=soak.last_seq,
@@ -225,7 +225,7 @@ def measure_tick(count: int, repeats: int = 20) -> None:
         times = []
         for i in range(repeats):
             seq = count + i + (repeats if crashed else 0)
-            read = pure.Read(
+            read = collector.Read(
                 now=T0 + (seq + 1) * WINDOW_S,
                 heartbeat=T0 + (seq + 1) * WINDOW_S,
                 exit=None,
@@ -235,7 +235,7 @@ def measure_tick(count: int, repeats: int = 20) -> None:
                 offset=soak.offset + (i + 1) * 400,
                 windows=[fake_window(seq, crashed=crashed and i == 0)],
             )
-            outcome = pure.TickOutcome(read, agent_running=True)
+            outcome = collector.TickOutcome(read, agent_running=True)
             began = time.perf_counter()
             soak_service.soak_tick_record(tick, outcome)
             times.append(time.perf_counter() - began)
@@ -248,8 +248,8 @@ def measure_tick(count: int, repeats: int = 20) -> None:
 
 
 def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
-    from runners.soak import collector as pure
-    from runners.soak import host as soakhost
+    from runners.soak import collector
+    from runners.soak import host as soak_host
     from runners.transport import open_transport
     from runners.transport.pool import ConnectionPool
     from tests.sshd import loopback_sshd
@@ -268,7 +268,7 @@ def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
         lines = "".join(json.dumps(window_line(seq)) + "\n" for seq in range(3))
         (data / "windows.jsonl").write_text(lines)
         shutil.copy(hostctl, run_dir / "hostctl.py")
-        dirs.append(pure.SoakPaths(str(run_dir)))
+        dirs.append(collector.SoakPaths(str(run_dir)))
     print(f"3. host side of a tick: {soaks} soak directories behind one loopback sshd")
     (workdir / "sshd").mkdir()
     with loopback_sshd(workdir / "sshd") as server:
@@ -283,7 +283,7 @@ def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
             began = time.perf_counter()
             for i in range(ticks):
                 with connection() as transport:
-                    host_side_tick(soakhost, transport, dirs[i % soaks])
+                    host_side_tick(soak_host, transport, dirs[i % soaks])
             rates[label] = ticks / (time.perf_counter() - began)
             print(
                 f"   {label}: {ticks} ticks, {1000 / rates[label]:.0f} ms per tick, "
@@ -298,10 +298,10 @@ def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
     )
 
 
-def host_side_tick(soakhost, transport, paths) -> None:
+def host_side_tick(soak_host, transport, paths) -> None:
     """A tick's host side: the read (a window per tick is typical; the worst case at 30 s
     ticks of 10 s windows is three, what each read carries here) and the agent's status."""
-    soakhost.read(
+    soak_host.read(
         transport,
         paths=paths,
         python=sys.executable,
@@ -310,7 +310,7 @@ def host_side_tick(soakhost, transport, paths) -> None:
         stop=False,
         deadline=None,
     )
-    soakhost.agent_status(transport, paths=paths, generation=1)
+    soak_host.agent_status(transport, paths=paths, generation=1)
 
 
 def main() -> int:

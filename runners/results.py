@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runners import adapters
-from runners import jsonlimits as json_limits
+from runners import adapters, jsonlimits
 from runners.adapters import AdapterError
 from runners.artifact import Artifact
 
@@ -130,7 +129,7 @@ def probe_proof(name: str, output: bytes, *, source: str, required: bool = False
 def answers_proof(arm: str, output: bytes, *, source: str) -> Proof:
     """Greedy completions as JSON lines ({"text": ...} each) -> the arm's answers for G2."""
     try:
-        lines = [json_limits.load(line) for line in output.decode().splitlines() if line.strip()]
+        lines = [jsonlimits.load(line) for line in output.decode().splitlines() if line.strip()]
         answers = [line["text"] if isinstance(line, dict) else str(line) for line in lines]
     except (ValueError, KeyError, TypeError) as error:
         # UnicodeDecodeError is a ValueError.
@@ -171,7 +170,7 @@ def probe_facts(name: str, output: str) -> dict[str, Any]:
         if name.startswith("gpu_"):
             return {"gpu_inventory": adapters.parse(output, tool="gpu-inventory")}
         if name == "offload_tier":
-            return {"offload_tier": _tier(json_limits.load(output))}
+            return {"offload_tier": _tier(jsonlimits.load(output))}
         parsed = adapters.parse(output, tool=PROBE_TOOLS.get(name))
     except (adapters.AdapterError, ValueError, TypeError):
         return {}

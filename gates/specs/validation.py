@@ -41,7 +41,7 @@ from gates.specs.schema import (  # noqa: F401 (re-exported: the vocabulary call
     TEMPLATES_DIR,
     VERSION_TEXT,
 )
-from runners import jsonlimits as json_limits
+from runners import jsonlimits
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,8 @@ def validate_spec(kind: str, document: object) -> list[FieldError]:
     errors = [
         found for error in _VALIDATORS[kind].iter_errors(document) for found in _field_errors(error)
     ] + [
-        FieldError(json_limits.format_path(path) or "(document)", problem)
-        for path, problem in json_limits.storable_problems(document)  # what PostgreSQL refuses
+        FieldError(jsonlimits.format_path(path) or "(document)", problem)
+        for path, problem in jsonlimits.storable_problems(document)  # what PostgreSQL refuses
     ]
     if errors:
         return sorted(set(errors), key=lambda e: (e.field, e.message))

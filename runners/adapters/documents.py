@@ -9,7 +9,7 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from runners import jsonlimits as json_limits
+from runners import jsonlimits
 from runners.adapters.errors import FormatProblem, excerpt
 
 
@@ -34,13 +34,13 @@ def decode(text: str | bytes) -> str:
 
 
 def load_json(text: str) -> Any:
-    """One JSON document within json_limits. NaN and Infinity load as floats; readers refuse
+    """One JSON document within jsonlimits. NaN and Infinity load as floats; readers refuse
     them per field."""
     try:
-        json_limits.check_depth(text)
+        jsonlimits.check_depth(text)
         value = json.loads(text)
-        json_limits.check_storable(value)
-    except json_limits.JsonLimitError as error:
+        jsonlimits.check_storable(value)
+    except jsonlimits.JsonLimitError as error:
         raise FormatProblem(f"JSON refused ({error})") from None
     except json.JSONDecodeError as error:
         raise FormatProblem(f"not valid JSON ({error.msg} at line {error.lineno})") from None

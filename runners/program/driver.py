@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from documents.step import Step
 from runners.errors import RunnerError
-from runners.program import sequence as plans
+from runners.program import sequence
 from runners.program.perform import perform, wait_for_exit
 from runners.stepcontext import StepContext, StepProgress
 from runners.transport import Transport
@@ -56,7 +56,7 @@ def drive(
 ) -> bool:
     """Advance the run; True when it needs another task, False when it ended here."""
     if not session.has_plan():
-        session.append_steps(plans.plan_run(session.spec, probe_names))
+        session.append_steps(sequence.plan_run(session.spec, probe_names))
     deadline, pause, beat = clock() + budget_s, FIRST_POLL_S, clock()
     answered = False
     while True:
@@ -119,7 +119,7 @@ def _evaluate(session: Session) -> bool:
     if evaluation.decided:
         return False
     session.append_steps(
-        plans.plan_g3_repetitions(session.spec, first=evaluation.first, count=evaluation.more)
+        sequence.plan_g3_repetitions(session.spec, first=evaluation.first, count=evaluation.more)
     )
     return True
 

@@ -29,14 +29,14 @@ from runners.results import (
     metrics_scrape,
     probe_proof,
 )
-from runners.server import port as servers
+from runners.server import port as server_port
 from runners.server.launch import (
     cold_recovery_phases,
     offload_server,
     offload_server_step,
     server_values,
 )
-from runners.soak import host as soakhost
+from runners.soak import host as soak_host
 from runners.stepcontext import (
     LOG_TAIL_BYTES,
     SHORT_COMMAND_S,
@@ -101,9 +101,9 @@ def _serve(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress
     if not detail.get("launched"):
         values = server_values(ctx.transport, ctx.commands, ctx.values, ctx.context_tokens)
         argv = fill(ctx.commands["serve"][step["arm_kind"]], values)
-        found = servers.listener(ctx.transport, ctx.values, ctx.run_dir)
+        found = server_port.listener(ctx.transport, ctx.values, ctx.run_dir)
         own = ctx.transport.status(run_dir)
-        servers.require_port_free(found, own, host=ctx.transport.host, step=step["name"])
+        server_port.require_port_free(found, own, host=ctx.transport.host, step=step["name"])
         ctx.transport.launch_detached(run_dir, f"{ctx.token}-{Path(run_dir).name}", argv)
         return StepProgress(
             False,
@@ -123,8 +123,8 @@ def _serve(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress
                 f"the server was not healthy within {ctx.serve_timeout_s:.0f} s", step=step["name"]
             )
         return StepProgress(False)
-    found = servers.listener(ctx.transport, ctx.values, ctx.run_dir)
-    servers.require_answered_by(found, status, host=ctx.transport.host, step=step["name"])
+    found = server_port.listener(ctx.transport, ctx.values, ctx.run_dir)
+    server_port.require_answered_by(found, status, host=ctx.transport.host, step=step["name"])
     text = _metrics_text(ctx)
     config = adapters.parse(text, tool="vllm-metrics").get("cache_config")
     seconds = round(time.time() - detail["since"], 3)
@@ -352,7 +352,7 @@ def _metrics_text(ctx: StepContext) -> str:
 
 
 def _soak(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
-    recorded = soakhost.launch_step(ctx, step, detail)
+    recorded = soak_host.launch_step(ctx, step, detail)
     log = f"{step['name']}: {'adopted' if recorded.get('adopted') else 'started'}\n"
     return StepProgress(False, recorded, log=log if recorded else "", handoff=True)
 

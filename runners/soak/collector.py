@@ -18,7 +18,7 @@ from runners.artifact import Artifact
 from runners.commands import fill
 from runners.errors import SpecError
 from runners.results import server_facts
-from runners.soak import fitness as soakhealth
+from runners.soak import fitness
 from runners.workloads import workload_values
 
 AGENT_FILE = "soakagent.py"
@@ -109,7 +109,7 @@ def _gpu_probes(commands: dict[str, Any], values: dict[str, Any]) -> dict[str, A
     (its vendor in `smi_vendors`), and on a host where that was an AMD one also `amd_probes`
     (amd-smi's metric and process views, which carry the health AMD's inventory lacks)."""
     names, probes = _smi_names(commands, values), commands.get("probes", {})
-    amd = [(name, file) for name, file in soakhealth.AMD_FILES.items() if name in probes]
+    amd = [(name, file) for name, file in fitness.AMD_FILES.items() if name in probes]
     return {
         "smi_argvs": [_probe_argv(commands, values, name) for name in names],
         "smi_vendors": [GPU_PROBE_VENDORS.get(name) for name in names],
@@ -215,8 +215,8 @@ def window_artifacts(window: Window) -> list[Artifact]:
         "bench.json": "vllm-bench",
         "smi.txt": "gpu-inventory",
         "bench.log": "bench-log",
-        soakhealth.KERNEL_LOG_FILE: "kernel-log",
-        **{soakhealth.AMD_FILES[name]: tool for name, tool in soakhealth.AMD_TOOLS.items()},
+        fitness.KERNEL_LOG_FILE: "kernel-log",
+        **{fitness.AMD_FILES[name]: tool for name, tool in fitness.AMD_TOOLS.items()},
     }
     folder = window_folder(window.seq)
     kept = [
@@ -265,7 +265,7 @@ def window_sample(window: Window, *, watch_health: bool = True) -> dict[str, Any
     _server_numbers(window, sample, notes)
     _smi_numbers(window, sample)
     if watch_health:
-        sample["health"] = soakhealth.window_health(line, window.files)
+        sample["health"] = fitness.window_health(line, window.files)
         notes += sample["health"]["notes"]
     sample["notes"] = notes
     return sample

@@ -10,7 +10,7 @@ from typing import Any
 from documents.step import Step
 from runners.commands import fill
 from runners.errors import InfrastructureError
-from runners.soak import collector as soak
+from runners.soak import collector
 from runners.stepcontext import StepContext
 from runners.transport import DetachedStatus, Launch, Transport
 
@@ -28,7 +28,7 @@ def launch_agent(
     transport: Transport,
     *,
     config: dict[str, Any],
-    paths: soak.SoakPaths,
+    paths: collector.SoakPaths,
     python: str,
     token: str,
     generation: int,
@@ -38,13 +38,13 @@ def launch_agent(
     start it detached; a retried launch of the same generation adopts the running agent. The
     uploads are repeated for every generation: a rebooted host may have lost its /tmp."""
     digest = transport.put(str(AGENT), paths.agent_path)
-    transport.put(str(WATCH), f"{paths.run_dir}/{soak.WATCH_FILE}")
+    transport.put(str(WATCH), f"{paths.run_dir}/{collector.WATCH_FILE}")
     transport.put(str(HOSTCTL), f"{paths.run_dir}/hostctl.py")
     local = scratch / f"soak-agent-{generation}.json"
     local.write_text(json.dumps(config, sort_keys=True))
     transport.put(str(local), paths.config_path)
     argv = fill(
-        ["{python}", "{run_dir}/" + soak.AGENT_FILE, "run", "{run_dir}/soak-data/agent.json"],
+        ["{python}", "{run_dir}/" + collector.AGENT_FILE, "run", "{run_dir}/soak-data/agent.json"],
         {"python": python, "run_dir": paths.run_dir},
     )
     heartbeat = max(1, int(config["heartbeat_s"]))
@@ -60,17 +60,17 @@ def launch_agent(
 def read(
     transport: Transport,
     *,
-    paths: soak.SoakPaths,
+    paths: collector.SoakPaths,
     python: str,
     offset: int,
     ack_seq: int,
     stop: bool,
     deadline: float | None,
-) -> soak.Read:
+) -> collector.Read:
     """One tick's read: acknowledge what is stored, pass on a stop or a new deadline, and
     return the agent's state and the next windows after `offset`."""
     # -S: no site-packages (soak-read is standard library only); it halves Python's start-up,
-    # paid on every tick of every soak.
+    # paid on every tick of every collector.
     argv = fill(
         ["{python}", "-S", "{run_dir}/hostctl.py", "soak-read", "{run_dir}/soak-data"],
         {"python": python, "run_dir": paths.run_dir},
@@ -90,22 +90,24 @@ def read(
             step="soak read",
         )
     try:
-        return soak.parse_read(result.stdout)
-    except soak.ReadError as error:
+        return collector.parse_read(result.stdout)
+    except collector.ReadError as error:
         raise InfrastructureError(str(error), host=transport.host, step="soak read") from error
 
 
-def agent_status(transport: Transport, *, paths: soak.SoakPaths, generation: int) -> DetachedStatus:
+def agent_status(
+    transport: Transport, *, paths: collector.SoakPaths, generation: int
+) -> DetachedStatus:
     return transport.status(paths.agent_dir(generation))
 
 
-def stop_agent(transport: Transport, *, paths: soak.SoakPaths, generation: int) -> None:
+def stop_agent(transport: Transport, *, paths: collector.SoakPaths, generation: int) -> None:
     """Kill the agent's whole group (the server runs in a group of its own: the agent stops it
     on TERM; a leftover one is stopped by the next agent or the run's cleanup)."""
     transport.kill(paths.agent_dir(generation), grace=15.0)
 
 
-def tick(transport: Transport, state: soak.TickState, scratch: Path) -> soak.TickOutcome:
+def tick(transport: Transport, state: collector.TickState, scratch: Path) -> collector.TickOutcome:
     """Read the soak once; stop it on cancel; relaunch a lost agent (a new generation on the
     same data directory, numbering on from the last window) while that is allowed."""
     paths = state.paths
@@ -120,7 +122,7 @@ def tick(transport: Transport, state: soak.TickState, scratch: Path) -> soak.Tic
     )
     if state.cancel:
         stop_agent(transport, paths=paths, generation=state.generation)
-        return soak.TickOutcome(got, agent_running=False, killed=True)
+        return collector.TickOutcome(got, agent_running=False, killed=True)
     status = agent_status(transport, paths=paths, generation=state.generation)
     if status.exit_code is not None and got.exit is None:
         # It exited between the read and the status: its exit.json is there now.
@@ -134,10 +136,10 @@ def tick(transport: Transport, state: soak.TickState, scratch: Path) -> soak.Tic
             deadline=None,
         )
     if status.running or got.exit is not None or got.windows:
-        return soak.TickOutcome(got, agent_running=status.running)
+        return collector.TickOutcome(got, agent_running=status.running)
     cause = "the host rebooted" if status.rebooted else _lost(status)
     if not state.may_relaunch:
-        return soak.TickOutcome(got, agent_running=False, cause=cause)
+        return collector.TickOutcome(got, agent_running=False, cause=cause)
     generation = state.generation + 1
     launch_agent(
         transport,
@@ -148,7 +150,7 @@ def tick(transport: Transport, state: soak.TickState, scratch: Path) -> soak.Tic
         generation=generation,
         scratch=scratch,
     )
-    return soak.TickOutcome(got, agent_running=True, relaunched=generation, cause=cause)
+    return collector.TickOutcome(got, agent_running=True, relaunched=generation, cause=cause)
 
 
 def _lost(status: DetachedStatus) -> str:
@@ -164,8 +166,8 @@ def launch_step(ctx: StepContext, step: Step, detail: dict[str, Any]) -> dict[st
     launch is retried. Returns what the step records; the collector ticks take over."""
     if detail.get("launched"):
         return {}
-    paths = soak.SoakPaths(ctx.run_dir)
-    config = soak.agent_config(step["spec"], ctx.commands, ctx.values, paths)
+    paths = collector.SoakPaths(ctx.run_dir)
+    config = collector.agent_config(step["spec"], ctx.commands, ctx.values, paths)
     launch, digest = launch_agent(
         ctx.transport,
         config=config,

@@ -24,8 +24,9 @@ ARM_SERVER = {
     "offload": {"prefix_caching": True, "offload_enabled": True},
     "recompute": {"prefix_caching": False, "offload_enabled": False},
 }
-# Shaped on the vendor's published field report (docs/simhost.md): TTFT -30 %, throughput +45 % at c=8 and +42 % at
-# c=16 (just above its 40 % bar, so that cell stays inconclusive), recompute 12x offload's TTFT.
+# Shaped on the vendor's published field report (docs/simhost.md): TTFT -30 %, throughput
+# +45 % at c=8 and +42 % at c=16 (just above its 40 % bar, so that cell stays inconclusive),
+# recompute 12x offload's TTFT.
 BASE_TTFT_MS = {4: 10_170.0, 8: 18_000.0, 16: 35_730.0}
 TTFT_FACTOR = {"baseline": 1.0, "offload": 0.70, "recompute": 0.70 * 12}
 THROUGHPUT = {

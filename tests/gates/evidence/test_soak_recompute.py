@@ -11,8 +11,7 @@ from datetime import UTC, datetime
 from gates.decisions import decide_gate
 from gates.evidence.soak_recompute import recompute_soak
 from gates.specs import validation as specs
-from runners.soak import collector
-from runners.soak import fitness as soakhealth
+from runners.soak import collector, fitness
 from tests.runners.soak.test_soak_health import smi
 from tests.runners.soak.test_soak_health_amd import amd_files
 
@@ -45,7 +44,7 @@ def collected(
         for artifact in collector.window_artifacts(window):
             files[artifact.name] = artifact.content
         metrics = collector.window_sample(window, watch_health=raw is not None)
-        health, _ = soakhealth.health_fold(health, entry["seq"], metrics.get("health"))
+        health, _ = fitness.health_fold(health, entry["seq"], metrics.get("health"))
         stored.append({"seq": entry["seq"], "start": entry["start"], "end": entry["end"]})
         stored[-1]["metrics"] = metrics
         chain.append((entry["seq"], entry["start"], entry["end"], metrics))

@@ -13,7 +13,7 @@ from gates import services
 from gates.errors import LeaseLostError
 from gates.models import Artifact, Host, Measurement, Run
 from gates.services.runs import evaluation, recording
-from runners.program import sequence as plans
+from runners.program import sequence
 from runners.program.perform import Artifact as StepArtifact
 from runners.program.perform import StepProgress
 from tests.gates.services.test_uploads import pass_gate
@@ -222,7 +222,7 @@ def test_g2_evaluation_reads_every_cell_the_g2_program_measures(
     )
     services.run_claim(run_id=run.pk)
     session = services.RunSession.claim(run.pk)
-    session.append_steps(plans.plan_run(session.spec, []))
+    session.append_steps(sequence.plan_run(session.spec, []))
     while (current := session.next_step()) is not None:
         step, _ = current
         cell = {key: step[key] for key in ("arm", "tier", "repetition")} if "tier" in step else {}

@@ -13,7 +13,7 @@ from gates import services
 from gates.models import Artifact, Measurement, Run
 from gates.services.runs.results import run_result_store
 from runners.program import perform as steps
-from runners.program import sequence as plans
+from runners.program import sequence
 from runners.transport.types import CommandResult, DetachedStatus, Launch
 from tests.gates.services.test_uploads import pass_gate, send, upload_run
 from tests.gates.test_tenancy import token_client
@@ -75,7 +75,7 @@ def remote_run(actor, viewer, gate, host, tmp_path) -> Run:
     """The offload arm's bench of repetition 1, as the G3 program plans, performs and records it."""
     run = services.run_create(actor=actor, viewer=viewer, gate=gate, host=host)
     session = services.RunSession.claim_dispatched(run.pk)
-    planned = plans.plan_run(session.spec, [])
+    planned = sequence.plan_run(session.spec, [])
     session.append_steps(
         [next(s for s in planned if s["kind"] == "bench" and s["arm"] == "offload")]
     )

@@ -15,7 +15,7 @@ import pytest
 
 from gates.models import Run, Soak, SoakSample
 from gates.services.soak import ticks as soak_service
-from runners.soak import collector as pure
+from runners.soak import collector
 from simhost.host.kernellog import render_kernel_log
 from tests.gates.soak.test_soak_sample_columns import soak, window_line  # noqa: F401 (fixture)
 from tests.runners.soak.test_soak_health import host, smi
@@ -28,15 +28,15 @@ class Tick:
     run_id: int
 
 
-def reply(*windows: pure.Window) -> pure.TickOutcome:
+def reply(*windows: collector.Window) -> collector.TickOutcome:
     now = time.time()
-    read = pure.Read(now, now, None, "b", 1.8e9, 1.8e9 + 3600, 1000, list(windows))
-    return pure.TickOutcome(read, agent_running=True)
+    read = collector.Read(now, now, None, "b", 1.8e9, 1.8e9 + 3600, 1000, list(windows))
+    return collector.TickOutcome(read, agent_running=True)
 
 
-def crashed_window(seq: int, **files: bytes) -> pure.Window:
+def crashed_window(seq: int, **files: bytes) -> collector.Window:
     line = window_line(seq, crashed=True, crash={"exit_code": -9, "log_tail": ["CUDA error"]})
-    return pure.Window(line, files={"smi.txt": smi(), **files}, text=json.dumps(line))
+    return collector.Window(line, files={"smi.txt": smi(), **files}, text=json.dumps(line))
 
 
 def fallen_off_the_bus() -> bytes:
@@ -45,7 +45,7 @@ def fallen_off_the_bus() -> bytes:
 
 
 def test_a_window_that_crashed_with_an_xid_ends_the_run_infra_error_not_fail(soak):  # noqa: F811
-    clean = pure.Window(window_line(0), files={"smi.txt": smi(), "kernel-log.txt": b""})
+    clean = collector.Window(window_line(0), files={"smi.txt": smi(), "kernel-log.txt": b""})
     said = soak_service.soak_tick_record(
         Tick(soak.run_id),
         reply(clean, crashed_window(1, **{"kernel-log.txt": fallen_off_the_bus()})),
@@ -61,7 +61,7 @@ def test_a_window_that_crashed_with_an_xid_ends_the_run_infra_error_not_fail(soa
 
 
 def test_the_same_crash_without_a_host_fault_stops_the_soak_early_as_the_products(soak):  # noqa: F811
-    clean = pure.Window(window_line(0), files={"smi.txt": smi(), "kernel-log.txt": b""})
+    clean = collector.Window(window_line(0), files={"smi.txt": smi(), "kernel-log.txt": b""})
     said = soak_service.soak_tick_record(
         Tick(soak.run_id), reply(clean, crashed_window(1, **{"kernel-log.txt": b""}))
     )

@@ -18,7 +18,7 @@ from django.db import connection
 from gates.models import Run, Soak, SoakSample
 from gates.models.soak import SOAK_SAMPLE_NUMBERS, soak_sample_columns
 from gates.services.soak import ticks as soak_service
-from runners.soak import collector as pure
+from runners.soak import collector
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BENCH = FIXTURES / "vllm-bench/er0080__bench_serve_v0.25.1__opt-125m_cpu.json"
@@ -63,9 +63,9 @@ def test_stored_windows_carry_their_metrics_numbers_as_columns(soak):
         "smi.txt": SMI.read_bytes(),
     }
     windows = [
-        pure.Window(line=window_line(0), files=files),
-        pure.Window(line=window_line(1)),  # the bench left nothing: most metrics are None
-        pure.Window(line=window_line(2, crashed=True, crash="server exited 137")),
+        collector.Window(line=window_line(0), files=files),
+        collector.Window(line=window_line(1)),  # the bench left nothing: most metrics are None
+        collector.Window(line=window_line(2, crashed=True, crash="server exited 137")),
     ]
     assert soak_service._store_windows(soak, windows) == 3
     full, empty, crashed = SoakSample.objects.filter(run=soak.run).order_by("seq")
@@ -99,7 +99,10 @@ def test_only_numbers_become_column_values():
 
 
 OLD_ROWS = [
-    {**json.loads(json.dumps(pure.window_sample(pure.Window(line=window_line(0))))), "failed": 2},
+    {
+        **json.loads(json.dumps(collector.window_sample(collector.Window(line=window_line(0))))),
+        "failed": 2,
+    },
     {"crashed": True, "completed": 10, "output_throughput": 123.5, "memory_bytes": 4e10},
     {"crashed": False, "output_throughput": "n/a", "ttft_p99_ms": None, "kv_cache_usage": 0.5},
     {},

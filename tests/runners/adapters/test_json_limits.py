@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runners import jsonlimits as json_limits
+from runners import jsonlimits
 from runners.jsonlimits import JsonLimitError
 
 
@@ -30,15 +30,15 @@ def nested(depth: int, key: str | None = None) -> str:
 )
 def test_json_nested_deeper_than_the_limit_is_refused_naming_where(text, path):
     with pytest.raises(JsonLimitError) as refused:
-        json_limits.load(text)
+        jsonlimits.load(text)
     assert refused.value.path == path
     assert "deeper than 64" in refused.value.problem
 
 
 def test_json_at_the_limit_loads_and_brackets_inside_strings_do_not_count():
-    assert json_limits.load(nested(64)) is not None
+    assert jsonlimits.load(nested(64)) is not None
     text = json.dumps({"prompt": "[" * 500 + "{" * 500, "escaped": '\\"[[[' * 100})
-    assert json_limits.load(text)["prompt"].startswith("[[")
+    assert jsonlimits.load(text)["prompt"].startswith("[[")
 
 
 @pytest.mark.parametrize(
@@ -53,20 +53,20 @@ def test_json_at_the_limit_loads_and_brackets_inside_strings_do_not_count():
 )
 def test_strings_postgresql_cannot_store_are_refused_naming_the_field(text, path, problem):
     with pytest.raises(JsonLimitError) as refused:
-        json_limits.load(text)
+        jsonlimits.load(text)
     assert refused.value.path == path
     assert problem in refused.value.problem
     str(refused.value).encode()  # the message itself can be logged and sent
 
 
 def test_a_surrogate_pair_is_one_character_and_loads():
-    assert json_limits.load('["\\ud83d\\ude00"]') == ["\U0001f600"]
+    assert jsonlimits.load('["\\ud83d\\ude00"]') == ["\U0001f600"]
 
 
 @pytest.mark.parametrize("text", ["[NaN]", '{"a": Infinity}', "-Infinity"])
 def test_non_json_constants_are_refused(text):
     with pytest.raises(ValueError, match="not a JSON number"):
-        json_limits.load(text)
+        jsonlimits.load(text)
 
 
 json_values = st.recursive(
@@ -89,6 +89,6 @@ def test_the_text_scan_agrees_with_the_parsed_depth(value, limit):
     text = json.dumps(value, ensure_ascii=False)
     if depth_of(value) > limit:
         with pytest.raises(JsonLimitError):
-            json_limits.check_depth(text, limit)
+            jsonlimits.check_depth(text, limit)
     else:
-        json_limits.check_depth(text, limit)
+        jsonlimits.check_depth(text, limit)

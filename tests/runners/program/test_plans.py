@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from gates.specs import validation as specs
-from runners.program import sequence as plans
+from runners.program import sequence
 from tests.simhosts import g2_spec, g3_spec
 
 
@@ -10,20 +10,20 @@ def benches(steps):
 
 
 def test_g1_prepares_the_host_then_runs_every_probe_of_the_profile():
-    steps = plans.plan_run(specs.default_spec("G1"), ["gpu_nvidia", "meminfo", "kernel"])
+    steps = sequence.plan_run(specs.default_spec("G1"), ["gpu_nvidia", "meminfo", "kernel"])
     assert [s["kind"] for s in steps] == ["prepare", "probe", "probe", "probe"]
     assert [s.get("probe") for s in steps[1:]] == ["gpu_nvidia", "meminfo", "kernel"]
 
 
 def test_every_step_name_is_unique():
     for document in (specs.default_spec("G2"), specs.default_spec("G3"), g2_spec(), g3_spec()):
-        steps = plans.plan_run(document, [])
+        steps = sequence.plan_run(document, [])
         assert len({s["name"] for s in steps}) == len(steps)
 
 
 def test_g3_interleaves_the_arms_and_reverses_every_other_repetition():
     document = specs.default_spec("G3")
-    order = [s["arm"] for s in plans.plan_run(document, []) if s["kind"] == "serve"]
+    order = [s["arm"] for s in sequence.plan_run(document, []) if s["kind"] == "serve"]
     assert order == [
         "baseline",
         "offload",
@@ -42,7 +42,7 @@ def test_g3_interleaves_the_arms_and_reverses_every_other_repetition():
 
 def test_each_session_runs_every_tier_once_after_a_warm_up():
     document = specs.default_spec("G3")
-    steps = plans.plan_g3_repetitions(document, first=1, count=1)
+    steps = sequence.plan_g3_repetitions(document, first=1, count=1)
     session = steps[: steps.index(next(s for s in steps if s["kind"] == "stop")) + 1]
     assert [s["kind"] for s in session] == ["serve", "warmup", "bench", "bench", "bench", "stop"]
     assert sorted(s["tier"] for s in benches(session)) == document["tiers"]
@@ -51,23 +51,23 @@ def test_each_session_runs_every_tier_once_after_a_warm_up():
 def test_the_tier_order_is_shuffled_reproducibly_from_the_seed():
     document = specs.default_spec("G3")
     orders = {
-        tuple(plans.shuffled_tiers(document, r, arm))
+        tuple(sequence.shuffled_tiers(document, r, arm))
         for r in range(1, 6)
         for arm in ("baseline", "offload")
     }
     assert len(orders) > 1
-    assert plans.shuffled_tiers(document, 3, "offload") == plans.shuffled_tiers(
+    assert sequence.shuffled_tiers(document, 3, "offload") == sequence.shuffled_tiers(
         document, 3, "offload"
     )
     document["workload"]["seed"] += 1
-    changed = {tuple(plans.shuffled_tiers(document, r, "baseline")) for r in range(1, 6)}
+    changed = {tuple(sequence.shuffled_tiers(document, r, "baseline")) for r in range(1, 6)}
     assert changed != {
-        tuple(plans.shuffled_tiers(specs.default_spec("G3"), r, "baseline")) for r in range(1, 6)
+        tuple(sequence.shuffled_tiers(specs.default_spec("G3"), r, "baseline")) for r in range(1, 6)
     }
 
 
 def test_arms_of_one_cell_get_the_same_prompts_and_cells_differ():
-    steps = benches(plans.plan_run(specs.default_spec("G3"), []))
+    steps = benches(sequence.plan_run(specs.default_spec("G3"), []))
     seeds = {}
     for step in steps:
         seeds.setdefault((step["tier"], step["repetition"]), set()).add(step["seed"])
@@ -77,24 +77,24 @@ def test_arms_of_one_cell_get_the_same_prompts_and_cells_differ():
 
 def test_more_repetitions_continue_the_numbering():
     document = specs.default_spec("G3")
-    extra = plans.plan_g3_repetitions(document, first=4, count=2)
+    extra = sequence.plan_g3_repetitions(document, first=4, count=2)
     assert {s["repetition"] for s in benches(extra)} == {4, 5}
-    planned = benches(plans.plan_run(document, []) + extra)
+    planned = benches(sequence.plan_run(document, []) + extra)
     assert {s["repetition"] for s in planned} == {1, 2, 3, 4, 5}
 
 
 def test_every_gate_kind_has_a_program_and_g4_hands_its_run_to_the_soak_agent():
-    assert all(plans.has_program(kind) for kind in ("G1", "G2", "G3", "G4"))
-    assert not plans.has_program("G5")
+    assert all(sequence.has_program(kind) for kind in ("G1", "G2", "G3", "G4"))
+    assert not sequence.has_program("G5")
     document = specs.default_spec("G4")
-    steps = plans.plan_run(document, [])
+    steps = sequence.plan_run(document, [])
     assert [step["kind"] for step in steps] == ["prepare", "soak"]
     assert steps[1]["spec"] == document
 
 
 def test_g2_runs_each_aa_side_in_its_own_session_with_the_same_prompts():
     document = g2_spec()
-    steps = plans.plan_run(document, [])
+    steps = sequence.plan_run(document, [])
     aa = [s for s in benches(steps) if s["purpose"] == "aa"]
     assert len(aa) == 2 * document["noise_floor"]["repetitions"]
     for repetition in range(1, document["noise_floor"]["repetitions"] + 1):

@@ -21,7 +21,7 @@ from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Host, HostCleanup, Run, Soak, SoakSample
 from gates.services import pokes
 from gates.specs import validation as specs
-from runners.soak import host as soakhost
+from runners.soak import host as soak_host_io
 from tests.runners.program.test_gate_programs import host_processes_gone, pass_gate, start
 from tests.simhosts import ssh_simhost
 from tests.sshd import wait_for
@@ -126,7 +126,7 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
             return
         plan = tick.plan
         with tasks._transport(plan) as transport:
-            found = [soakhost.tick(transport, tick.host_state(), tmp_path) for _ in range(2)]
+            found = [soak_host_io.tick(transport, tick.host_state(), tmp_path) for _ in range(2)]
         assert services.soak_tick_claim(run.pk) is None  # a second tick finds it claimed
         before = SoakSample.objects.filter(run=run).count()
         for outcome in found:

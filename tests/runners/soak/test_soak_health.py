@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from gates.signals import builtin_profile_documents
-from runners.soak import collector as soak
-from runners.soak import fitness as soakhealth
+from runners.soak import collector, fitness
 from runners.soak import watch as soakwatch
 from simhost.host.config import host_config_from_dict
 from simhost.host.inventory import GpuLive
@@ -47,13 +46,13 @@ def kernel_log(*events: dict) -> bytes:
 def window(seq: int = 0, *, files: dict | None = None, **line) -> dict:
     line = {"seq": seq, "server_pid": SERVER_PID, "server_pids": [SERVER_PID, 4243], **line}
     default = {"smi.txt": smi(), "kernel-log.txt": kernel_log()}
-    return soakhealth.window_health(line, default if files is None else files)
+    return fitness.window_health(line, default if files is None else files)
 
 
 def fold(*healths: dict) -> tuple[dict, list[list[str]]]:
     summary, faults = {"since": RUN_STARTED}, []
     for seq, health in enumerate(healths):
-        summary, found = soakhealth.health_fold(summary, seq, health)
+        summary, found = fitness.health_fold(summary, seq, health)
         faults.append(found)
     return summary, faults
 
@@ -78,7 +77,7 @@ def test_the_servers_own_processes_are_expected_and_anyone_elses_end_the_soak():
 
 def test_on_real_nvidia_smi_output_only_processes_outside_the_servers_tree_are_foreign():
     capture = FIXTURES / "nvidia-smi" / "telegraf__rtx-4000-sff-ada-v13.xml"
-    health = soakhealth.window_health({"server_pid": 4937}, {"smi.txt": capture.read_bytes()})
+    health = fitness.window_health({"server_pid": 4937}, {"smi.txt": capture.read_bytes()})
     foreign = health["gpus"][0]["foreign_processes"]
     assert [process["pid"] for process in foreign] == ["34626"]  # chromium; python is ours
     assert health["notes"] == []
@@ -90,7 +89,7 @@ def test_a_critical_xid_since_the_run_started_names_the_gpu_and_code():
     _, faults = fold(health)
     assert len(faults[0]) == 1
     assert faults[0][0].startswith("GPU 2: XID 79 (GPU has fallen off the bus) in the kernel log")
-    reason = soakhealth.fault_reason(7, faults[0])
+    reason = fitness.fault_reason(7, faults[0])
     assert reason.startswith("the host became unfit to measure in window 7: GPU 2: XID 79")
 
 
@@ -116,7 +115,7 @@ def test_uncorrectable_ecc_errors_that_rose_since_the_first_window_end_the_soak(
     summary, faults = fold(window(), window(1), window(2))
     assert faults == [[], [], []]
     rose = window(3, files={"smi.txt": smi(ecc_uncorrectable=2)})
-    _, found = soakhealth.health_fold(summary, 3, rose)
+    _, found = fitness.health_fold(summary, 3, rose)
     assert len(found) == 8
     assert found[0] == "GPU 0: uncorrectable ECC errors rose from 0 (window 0) to 2"
 
@@ -156,23 +155,25 @@ def test_throttled_clocks_are_notes_counted_over_the_windows_they_lasted():
     ],
 )
 def test_a_probe_that_cannot_be_read_is_a_note_never_a_fault(line, files, expected):
-    health = soakhealth.window_health({"seq": 0, **line}, files)
+    health = fitness.window_health({"seq": 0, **line}, files)
     assert any(note.startswith(expected) for note in health["notes"]), health["notes"]
     assert fold(health)[1] == [[]]
 
 
 def test_a_window_stored_before_the_soak_watched_health_changes_nothing():
-    summary, faults = soakhealth.health_fold({"since": RUN_STARTED}, 0, None)
+    summary, faults = fitness.health_fold({"since": RUN_STARTED}, 0, None)
     assert faults == [] and summary["windows"] == 0
 
 
 def test_the_window_sample_carries_health_and_its_notes_and_the_kernel_log_is_kept():
     line = {"seq": 4, "start": 1.0, "end": 2.0, "server_pid": SERVER_PID, "files": []}
     hot = {"smi.txt": smi(throttle_reasons=["sw_thermal_slowdown"]), "kernel-log.txt": b""}
-    sample = soak.window_sample(soak.Window(line, files=hot))
+    sample = collector.window_sample(collector.Window(line, files=hot))
     assert sample["health"]["notes"][0] in sample["notes"]
-    assert "health" not in soak.window_sample(soak.Window(line, files=hot), watch_health=False)
-    kept = {a.name: a.tool for a in soak.window_artifacts(soak.Window(line, files=hot))}
+    assert "health" not in collector.window_sample(
+        collector.Window(line, files=hot), watch_health=False
+    )
+    kept = {a.name: a.tool for a in collector.window_artifacts(collector.Window(line, files=hot))}
     assert kept["soak/w000004/kernel-log.txt"] == "kernel-log"
 
 
@@ -276,11 +277,11 @@ def test_the_agent_config_orders_gpu_probes_and_passes_the_kernel_log_probe():
     load = {"dataset": "random", "seed": 1, "num_prompts": 8}
     spec = {"load": load, "duration_h": 1, "window_min": 1}
     spec["limits"] = {"max_crashes": 0}
-    paths = soak.SoakPaths("/r")
-    config = soak.agent_config(spec, commands, values, paths)
+    paths = collector.SoakPaths("/r")
+    config = collector.agent_config(spec, commands, values, paths)
     assert [argv[0] for argv in config["smi_argvs"]] == ["nvidia-smi", "amd-smi", "rocm-smi"]
     assert config["kernel_log_argv"][:2] == ["journalctl", "-k"]
-    chosen = soak.agent_config(spec, commands, {**values, "gpu_probe": "gpu_rocm"}, paths)
+    chosen = collector.agent_config(spec, commands, {**values, "gpu_probe": "gpu_rocm"}, paths)
     assert chosen["smi_argvs"][0][0] == "rocm-smi"
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gates.signals import builtin_profile_documents
-from runners.soak import collector as soak
-from runners.soak import fitness as soakhealth
+from runners.soak import collector, fitness
 from runners.soak import watch as soakwatch
 from simhost.host.config import host_config_from_dict
 from simhost.host.kernellog import render_kernel_log
@@ -35,7 +34,7 @@ def amd_files(**gpu_health) -> dict[str, bytes]:
 
 def amd_window(seq: int = 0, *, files: dict | None = None, **line) -> dict:
     line = {"seq": seq, "server_pid": SERVER_PID, "server_pids": [SERVER_PID, WORKER_PID], **line}
-    return soakhealth.window_health(line, amd_files() if files is None else files)
+    return fitness.window_health(line, amd_files() if files is None else files)
 
 
 def test_a_healthy_amd_window_reads_every_gpu_by_its_pci_address_and_no_fault():
@@ -53,9 +52,9 @@ def test_an_ecc_rise_on_an_amd_gpu_ends_the_soak_naming_window_and_gpu():
     assert faults == [[], []]
     assert summary["ecc_baseline"]["0000:18:00.0"] == {"count": 0, "seq": 0}
     rose = amd_window(2, files=amd_files(ecc_uncorrectable=2))
-    _, found = soakhealth.health_fold(summary, 2, rose)
+    _, found = fitness.health_fold(summary, 2, rose)
     assert len(found) == 8
-    reason = soakhealth.fault_reason(2, found)
+    reason = fitness.fault_reason(2, found)
     assert reason.startswith(
         "the host became unfit to measure in window 2: "
         "GPU 0: uncorrectable ECC errors rose from 0 (window 0) to 2; GPU 1: "
@@ -78,7 +77,7 @@ def test_the_servers_own_processes_on_amd_gpus_are_not_foreign():
     assert all(gpu["foreign_processes"] == [] for gpu in health["gpus"])
     assert fold(health)[1] == [[]]
     # The same processes under another soak's server are someone else's.
-    other = soakhealth.window_health(
+    other = fitness.window_health(
         {"server_pid": 1, "server_pids": [1]}, amd_files(foreign_processes=own)
     )
     assert len(fold(other)[1][0]) == 9
@@ -158,12 +157,12 @@ def test_without_the_inventory_amd_gpus_are_still_read_by_index():
 
 def test_the_amd_files_are_kept_under_their_tools_names():
     line = {"seq": 4, "start": 1.0, "end": 2.0, "server_pid": SERVER_PID}
-    window = soak.Window(line, files=amd_files(ecc_uncorrectable=3))
-    kept = {artifact.name: artifact.tool for artifact in soak.window_artifacts(window)}
+    window = collector.Window(line, files=amd_files(ecc_uncorrectable=3))
+    kept = {artifact.name: artifact.tool for artifact in collector.window_artifacts(window)}
     assert kept["soak/w000004/amd-metric.txt"] == "amd-smi-metric"
     assert kept["soak/w000004/amd-process.txt"] == "amd-smi-process"
     assert kept["soak/w000004/smi.txt"] == "gpu-inventory"
-    sample = soak.window_sample(window)
+    sample = collector.window_sample(window)
     assert [gpu["ecc_uncorrectable"] for gpu in sample["health"]["gpus"]] == [3] * 8
     assert sample["gpu_memory_used_mib"] == 8 * 150000.0
 
@@ -248,7 +247,7 @@ def test_the_agent_config_names_each_gpu_probes_vendor_and_the_amd_smi_probes(pr
     load = {"dataset": "random", "seed": 1, "num_prompts": 8}
     spec = {"load": load, "duration_h": 1, "window_min": 1}
     spec["limits"] = {"max_crashes": 0}
-    config = soak.agent_config(spec, commands, values, soak.SoakPaths("/r"))
+    config = collector.agent_config(spec, commands, values, collector.SoakPaths("/r"))
     expected = {"vllm": ["nvidia", "amd", "amd"], "simhost": ["nvidia", "amd"]}[profile]
     assert config["smi_vendors"] == expected
     assert len(config["smi_argvs"]) == len(expected)
