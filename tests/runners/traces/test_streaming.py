@@ -22,6 +22,7 @@ def synthetic_lines() -> Iterator[str]:
     return (row.format(i) for i in range(LINES))
 
 
+@pytest.mark.slow  # a million lines under tracemalloc: about 50 s of CPU
 def test_a_million_line_trace_is_read_in_bounded_memory():
     tracemalloc.start()
     try:
