@@ -217,8 +217,9 @@ EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
 EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", False)
-if env("EMAIL_URL"):
-    globals().update(_email_from_url(env("EMAIL_URL")))
+# Lower case: a URL with a password in it is no setting for Django's error pages to show.
+if _email_url := env("EMAIL_URL"):
+    globals().update(_email_from_url(_email_url))
 # Django's default is no timeout at all: a silent SMTP server would hold a worker forever.
 EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)
 EMAIL_BACKEND = env(

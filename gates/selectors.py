@@ -204,6 +204,26 @@ def gate_hours_per_repetition(gate: Gate) -> float | None:
     return round((run.finished_at - run.started_at).total_seconds() / 3600 / repetitions, 4)
 
 
+def run_measurement_records(run: Run) -> list[dict]:
+    """The run's measurements in cell order, each with its raw result file's name and SHA-256:
+    the records an evidence bundle's measurements.json holds and the engine's gathering reads
+    (gates.decisions.gathering, which ignores the file's name), so the server's evaluation and
+    the offline verifier decide from the same records."""
+    rows = run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
+    return [
+        {
+            "arm": m.arm,
+            "tier": m.tier,
+            "repetition": m.repetition,
+            "metrics": m.metrics,
+            "server": m.server,
+            "artifact": m.artifact.name if m.artifact else None,
+            "raw_sha256": m.artifact.sha256 if m.artifact else None,
+        }
+        for m in rows
+    ]
+
+
 def gate_cell_readouts(gate: Gate) -> list[dict]:
     """Per G3 cell of the latest decision: the look, the interval on the ratio scale (ends
     beyond the cap said as unbounded) and each repetition's ratio."""

@@ -213,12 +213,13 @@ def visible(model_or_queryset: type[Model] | QuerySet, viewer: Viewer) -> QueryS
     return queryset.filter(**{f"{path}__id__in" if path else "id__in": viewer.organization_ids})
 
 
-def get_visible_or_404(model_or_queryset, viewer: Viewer, **lookup) -> Model:
+def get_visible_or_404(
+    model_or_queryset: type[Model] | QuerySet, viewer: Viewer, **lookup: object
+) -> Model:
+    queryset = visible(model_or_queryset, viewer)
     try:
-        return visible(model_or_queryset, viewer).get(**lookup)
-    except (
-        model_or_queryset if isinstance(model_or_queryset, type) else model_or_queryset.model
-    ).DoesNotExist as missing:
+        return queryset.get(**lookup)
+    except queryset.model.DoesNotExist as missing:
         raise Http404("not found") from missing
 
 

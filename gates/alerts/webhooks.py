@@ -72,7 +72,8 @@ def _checked_address(host: str, port: int, rules: UrlRules) -> str:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as error:
         raise WebhookRefusedError(f"the host {host!r} does not resolve") from error
-    addresses = [info[4][0] for info in infos]
+    # IPv4 and IPv6 socket addresses start with the address text (typeshed also allows int).
+    addresses = [str(info[4][0]) for info in infos]
     # Every address the name has must pass: the resolver may hand out any of them later.
     for address in addresses:
         reason = address_problem(address)
@@ -189,13 +190,15 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     """The same over TLS: the certificate is checked against the host name (SNI)."""
 
-    def __init__(self, target: Target, **kwargs) -> None:
-        super().__init__(target.host, target.port, **kwargs)
+    def __init__(self, target: Target, *, timeout: float, context: ssl.SSLContext) -> None:
+        super().__init__(target.host, target.port, timeout=timeout, context=context)
         self._address = target.address
+        # The base class sets ALPN on this same object; kept under our name, not its private one.
+        self._tls = context
 
     def connect(self) -> None:
         sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def json_body(data: dict) -> bytes:

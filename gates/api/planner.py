@@ -15,6 +15,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -168,7 +169,7 @@ class PlannerApi(APIView):
             404: OpenApiResponse(ERROR, description="No such engagement visible to you."),
         },
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         unknown = sorted(set(request.data) - set(data.fields))

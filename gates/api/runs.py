@@ -191,7 +191,8 @@ class GateRunsApi(APIView):
             viewer=viewer,
             gate=gate,
             host=host,
-            source=source,
+            # A labelled TextChoices member is a (value, label) tuple to mypy without django-stubs.
+            source=source,  # type: ignore[arg-type]
         )
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

@@ -100,8 +100,8 @@ def _read(data: dict) -> tuple[str, results.Proof]:
 
 def _bench(data: dict) -> tuple[str, results.Proof]:
     cell = results.Cell(data["arm"], data["tier"], data["repetition"])
-    scrapes = {m: _named(data.get(f"metrics_{m}")) for m in ("before", "after")}
-    proof = results.bench_files_proof(_named(data["file"]), cell=cell, **scrapes)
+    before, after = (_named_if_given(data.get(f"metrics_{m}")) for m in ("before", "after"))
+    proof = results.bench_files_proof(_named(data["file"]), cell=cell, before=before, after=after)
     return f"upload {cell.arm} c={cell.tier} r{cell.repetition}", proof
 
 
@@ -121,5 +121,9 @@ def _health(data: dict) -> tuple[str, results.Proof]:
     return "upload offload server health", results.health_proof(data["seconds"])
 
 
-def _named(upload) -> results.NamedFile | None:
-    return None if upload is None else (upload.read(), upload.name)
+def _named(upload) -> results.NamedFile:
+    return upload.read(), upload.name
+
+
+def _named_if_given(upload) -> results.NamedFile | None:
+    return None if upload is None else _named(upload)

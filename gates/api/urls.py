@@ -14,6 +14,7 @@ from gates.api import (
     statistics,
     uploads,
 )
+from gates.api.rest import schema  # noqa: F401 (registers the bearer-token auth scheme)
 from gates.api.tokens import TokenDetailApi, TokenListApi
 
 app_name = "api"

@@ -33,7 +33,7 @@ from gates.charts.style import (
     wrap_text,
 )
 from gates.decisions.numbers import finite_float, metric_value
-from gates.specs.validation import METRICS
+from gates.specs.schema import METRICS
 
 TIER_AXIS = {"type": "category", "categoryorder": "array", "autorange": "reversed"}
 ARM_ORDER = ("baseline", "offload", "recompute", "aa_a", "aa_b")

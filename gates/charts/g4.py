@@ -181,12 +181,12 @@ def _trace(
 
 
 def _with_breaks(
-    xs: list[float], ys: list[float | None], gaps: Sequence[Mapping[str, Any]]
+    xs: list[float], ys: Sequence[float | None], gaps: Sequence[Mapping[str, Any]]
 ) -> tuple[list[float], list[float | None]]:
     """Break the line inside each gap (a None point), so unobserved time is not drawn over."""
     starts = sorted(gap["start_h"] for gap in gaps)
     if not starts:
-        return xs, ys
+        return xs, list(ys)
     out_x: list[float] = []
     out_y: list[float | None] = []
     pending = 0
@@ -269,8 +269,11 @@ def change_point_hours(result: Mapping[str, Any] | None, hour_of_seq) -> dict[st
     found: dict[str, list[float]] = {}
     clauses = result.get("clauses") if isinstance(result, Mapping) else None
     for row in clauses if isinstance(clauses, list) else []:
-        key = CHANGE_POINT_SERIES.get(row.get("check")) if isinstance(row, Mapping) else None
-        for point in row.get("change_points") or [] if key else []:
+        check = row.get("check") if isinstance(row, Mapping) else None
+        key = CHANGE_POINT_SERIES.get(check) if isinstance(check, str) else None
+        if key is None:
+            continue
+        for point in row.get("change_points") or []:
             hour = hour_of_seq(point.get("seq"))
             if hour is not None:
                 found.setdefault(key, []).append(hour)

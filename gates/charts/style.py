@@ -13,7 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from gates.specs.validation import METRICS
+from gates.specs.schema import METRICS
 
 # Same colours as the page's verdict badges (gates.css); shapes too, for colour-blind readers.
 VERDICT_STYLES: dict[str, tuple[str, str]] = {

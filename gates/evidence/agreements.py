@@ -30,7 +30,7 @@ class Report(Protocol):
 def check_spec_signatures(rows: object, digest: str | None, report: Report) -> None:
     for row in rows if isinstance(rows, list) else []:
         who = f"spec signature of the {row.get('party')}"
-        if row.get("digest") != digest:
+        if digest is None or row.get("digest") != digest:
             report.problems.append(f"{who}: signed digest {row.get('digest')}, not the spec's")
         else:
             check_ssh_signature(who, row, digest, report)
@@ -88,7 +88,11 @@ def _check_amendment(amendment: dict, position: int, record: dict, report: Repor
     digest = str(amendment.get("digest"))
     who = f"inventory amendment {position} ({digest[:12]})"
     before = len(report.problems)
-    if inventory_digest(record.get("engagement"), amendment.get("inventory")) != digest:
+    engagement, inventory = record.get("engagement"), amendment.get("inventory")
+    recomputed = None  # of a malformed amendment: no digest, so a mismatch
+    if isinstance(engagement, int) and isinstance(inventory, dict):
+        recomputed = inventory_digest(engagement, inventory)
+    if recomputed != digest:
         report.problems.append(
             f"{who}: digest {digest} is not the SHA-256 of its canonical engagement and inventory"
         )

@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import zipfile
+from typing import Any
 
 # Members that carry the signatures over the others, so the signed statement cannot list them.
 ENVELOPE = "envelope.dsse.json"
@@ -91,7 +92,9 @@ def read_zip(data: bytes) -> dict[str, bytes]:
     return members
 
 
-def load_json_member(members: dict[str, bytes], name: str) -> object:
+def load_json_member(members: dict[str, bytes], name: str) -> Any:
+    """The member's JSON, of whatever shape the bundle holds: callers read the shape they
+    expect, and verify_bundle reports a member of another shape as a problem."""
     if name not in members:
         raise BundleFormatError(f"member {name}: missing")
     try:

@@ -83,7 +83,7 @@ def rederive_measurements(run: RunRecords) -> tuple[list[dict], list[str]]:
         where = f"{run.prefix}measurements.json[{position}]"
         name = recorded.get("artifact")
         content = run.files.get(name) if name else None
-        if content is None:
+        if not name or content is None:
             problems.append(f"{where}: no raw result file in the bundle ({name or 'none named'})")
             measurements.append(recorded)
             continue
@@ -111,7 +111,9 @@ def bench_measurement(recorded: dict, name: str, files: dict[str, bytes]) -> dic
         if f"{label}/metrics-{moment}.txt" in files
     }
     proof = results.bench_files_proof((files[name], name), cell=cell, **scrapes)
-    return {"metrics": proof.measurement["metrics"], "server": proof.measurement["server"]}
+    measured = proof.measurement
+    assert measured is not None  # a bench result file always gives its cell's measurement
+    return {"metrics": measured["metrics"], "server": measured["server"]}
 
 
 def fact_sources(detail: dict) -> list[str]:

@@ -13,8 +13,9 @@ from gates.evidence.inventory import amendments_record, g1_record, signature_rec
 from gates.evidence.layout import canonical_json
 from gates.evidence.versions import software_versions
 from gates.models import Decision, EvidenceSeal, EvidenceSignature, PartyKey, Run
+from gates.selectors import run_measurement_records
 from gates.services.audit import Actor, audit_record
-from gates.services.runs.evaluation import run_g1_facts
+from gates.services.runs.evaluation import run_g1_facts, run_steps
 from gates.tenancy import Viewer
 from runners.contract import inventory_of
 
@@ -137,10 +138,8 @@ def run_members(run: Run) -> dict[str, bytes]:
     prefix = layout.run_prefix(run.attempt)
     members = {
         f"{prefix}run.json": canonical_json(_run_record(run)),
-        f"{prefix}steps.json": canonical_json(
-            list(run.steps.order_by("position").values_list("detail", flat=True))
-        ),
-        f"{prefix}measurements.json": canonical_json(_measurements(run)),
+        f"{prefix}steps.json": canonical_json(run_steps(run)),
+        f"{prefix}measurements.json": canonical_json(run_measurement_records(run)),
     }
     for artifact in run.artifacts.order_by("name"):
         members[f"{prefix}files/{artifact.name}"] = bytes(artifact.content)
@@ -299,20 +298,4 @@ def _soak_windows(run: Run) -> list[dict]:
     return [
         {"seq": seq, "start": start.timestamp(), "end": end.timestamp(), "metrics": metrics}
         for seq, start, end, metrics in rows
-    ]
-
-
-def _measurements(run: Run) -> list[dict]:
-    rows = run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
-    return [
-        {
-            "arm": m.arm,
-            "tier": m.tier,
-            "repetition": m.repetition,
-            "metrics": m.metrics,
-            "server": m.server,
-            "artifact": m.artifact.name if m.artifact else None,
-            "raw_sha256": m.artifact.sha256 if m.artifact else None,
-        }
-        for m in rows
     ]

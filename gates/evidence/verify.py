@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -87,7 +88,8 @@ def _statement(document: object, members: dict[str, bytes], report: Verification
         raise EnvelopeError(f"statement: _type must be {STATEMENT_TYPE}")
     if document.get("predicateType") != PREDICATE_TYPE:
         raise EnvelopeError(f"statement: predicateType must be {PREDICATE_TYPE}")
-    subjects = {
+    # Names and digests as the statement holds them (JSON of any type): compared, not trusted.
+    subjects: dict[Any, Any] = {
         s.get("name"): (s.get("digest") or {}).get("sha256")
         for s in document.get("subject") or []
         if isinstance(s, dict)
@@ -97,8 +99,8 @@ def _statement(document: object, members: dict[str, bytes], report: Verification
             report.problems.append(f"member {name}: not in the signed statement (added)")
         elif layout.sha256_hex(members[name]) != subjects[name]:
             report.problems.append(f"member {name}: SHA-256 differs from the signed statement")
-    for name in sorted(set(subjects) - set(members)):
-        report.problems.append(f"member {name}: missing (the signed statement lists it)")
+    for listed in sorted(set(subjects) - set(members)):
+        report.problems.append(f"member {listed}: missing (the signed statement lists it)")
     report.notes.append(f"{len(subjects)} members listed in the signed statement")
     return document.get("predicate") or {}
 

@@ -16,8 +16,8 @@ ENGINE_SOURCES = (
     "gates/specs/validation.py",
     "gates/specs/schema.py",
     "runners/adapters",
+    "runners/results.py",
 )
-ENGINE_SOURCES += ("runners/results.py",)
 LIBRARIES = ("numpy", "scipy", "jsonschema", "packaging", "prometheus_client", "cryptography")
 
 

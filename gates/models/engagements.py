@@ -91,7 +91,9 @@ class Gate(models.Model):
         return f"{self.engagement} / {self.kind}"
 
     @property
-    def current_spec(self) -> GateSpec | None:
+    def current_spec(self) -> GateSpec:
+        """The latest version: a gate is created with its version 1 (engagement_create) and
+        versions are never deleted, so there is always one."""
         return self.specs.order_by("-version").first()
 
     def can_move_to(self, state: str) -> bool:

@@ -12,7 +12,7 @@ from gates.charts import g2, g3
 from gates.charts.style import metric_axis_title
 from gates.decisions.numbers import metric_value
 from gates.models import Decision, Gate, Run
-from gates.specs.validation import METRICS
+from gates.specs.schema import METRICS
 
 FOREST_CAPTION = (
     "Each marker is the measured effect with its confidence interval; the black tick is the "

@@ -66,10 +66,11 @@ def _gates_with_specs(engagement: Engagement) -> list[tuple[Gate, list[GateSpec]
 
 def _gate_row(gate: Gate, specs: list[GateSpec]) -> GateRow:
     spec = specs[0] if specs else None
+    digest = spec.digest if spec else None
     signatures = {
         signature.party: signature
         for signature in (spec.signatures.all() if spec else [])
-        if signature.digest == spec.digest
+        if signature.digest == digest
     }
     return GateRow(
         gate=gate,

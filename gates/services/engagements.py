@@ -13,6 +13,7 @@ from gates.services.alerts.events import alert_review_decision
 from gates.services.audit import Actor, audit_record
 from gates.services.runs.readouts import gate_readout_refresh
 from gates.specs import validation as specs
+from gates.specs.schema import GATE_KINDS
 from gates.tenancy import Viewer
 
 MIN_JUSTIFICATION_CHARS = 20
@@ -41,7 +42,7 @@ def engagement_create(
             planned_start=planned_start,
             created_by=actor.user,
         )
-        for position, kind in enumerate(specs.GATE_KINDS, start=1):
+        for position, kind in enumerate(GATE_KINDS, start=1):
             gate = Gate.objects.create(
                 engagement=engagement,
                 kind=kind,
@@ -101,7 +102,8 @@ def gate_waive(*, actor: Actor, viewer: Viewer, gate: Gate, justification: str) 
         gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
         _require_active(gate.engagement)
         gate_move(gate, Gate.State.WAIVED)
-        decision = _close_review(actor, gate, Decision.Kind.WAIVER, justification)
+        # A labelled TextChoices member is a (value, label) tuple to mypy without django-stubs.
+        decision = _close_review(actor, gate, Decision.Kind.WAIVER, justification)  # type: ignore[arg-type]
         gate_open_next(gate)
         _audit_and_alert_review(actor, gate, "gate.waive", justification)
     return decision
@@ -119,7 +121,8 @@ def engagement_stop(*, actor: Actor, viewer: Viewer, gate: Gate, justification: 
         engagement.state = Engagement.State.STOPPED
         engagement.state_reason = justification.strip()
         engagement.save(update_fields=["state", "state_reason"])
-        decision = _close_review(actor, gate, Decision.Kind.STOP, justification)
+        # A labelled TextChoices member is a (value, label) tuple to mypy without django-stubs.
+        decision = _close_review(actor, gate, Decision.Kind.STOP, justification)  # type: ignore[arg-type]
         _audit_and_alert_review(actor, gate, "engagement.stop", justification)
     return decision
 

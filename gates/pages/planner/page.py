@@ -96,12 +96,14 @@ def _render(
         "saved": bool(engagement and engagement.kv_plan),
     }
     if form.is_bound and form.is_valid():
-        result = form.plan_result
+        result, plan_request = form.plan_result, form.plan_request
+        # A valid form has planned: its clean() sets both or adds an error.
+        assert result is not None and plan_request is not None
         context.update(
             result=result,
             recommendation=RECOMMENDATION_LABELS[result.recommendation],
             rows=plan_rows(result),
-            figure=kv_fit_heatmap(form.plan_request),
+            figure=kv_fit_heatmap(plan_request),
         )
     return render(request, "gates/planner.html", context, status=status)
 

@@ -74,7 +74,7 @@ def gate_spec_propose(
         if isinstance(document, dict):
             document = specs.with_version(document, version)
         errors = specs.validate_spec(gate.kind, document)
-        if errors:
+        if errors or not isinstance(document, dict):  # validate_spec refuses a non-object
             raise SpecInvalidError(errors)
         spec = GateSpec.objects.create(
             gate=gate,

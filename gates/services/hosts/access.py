@@ -6,6 +6,7 @@ import base64
 import binascii
 import hashlib
 import re
+from dataclasses import replace
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -210,6 +211,10 @@ def host_credential(host: Host) -> str | None:
     """The decrypted private key for the transport, or None when the host uses a key file."""
     if not host.credential_ciphertext:
         return None
+    return _stored_credential(host)
+
+
+def _stored_credential(host: Host) -> str:
     aad = host_credential_aad(host.organization_id, host.pk)
     try:
         return keyring().decrypt(host.credential_ciphertext, associated_data=aad).decode()
@@ -223,7 +228,7 @@ def host_rotate_credentials() -> int:
     rotated = 0
     for host in Host.objects.exclude(credential_ciphertext=None).iterator():
         if ring.needs_rotation(host.credential_ciphertext):
-            host_set_credential(host=host, private_key=host_credential(host))
+            host_set_credential(host=host, private_key=_stored_credential(host))
             rotated += 1
     return rotated
 
@@ -262,11 +267,12 @@ def _validate_credential(transport: str, private_key: str | None, key_file_path:
         )
 
 
-def host_target(host: Host, **timeouts: float) -> SshTarget:
+def host_target(host: Host, *, check_timeout_s: float | None = None) -> SshTarget:
     """How to reach an SSH host, for runners.transport: the key decrypted in memory only
-    (SshTarget keeps it out of repr)."""
+    (SshTarget keeps it out of repr). `check_timeout_s` bounds the connect, banner and auth
+    waits of a connection check instead of the transport's defaults."""
     private_key = host_credential(host)
-    return SshTarget(
+    target = SshTarget(
         name=host.name,
         address=host.address,
         port=host.port,
@@ -274,8 +280,11 @@ def host_target(host: Host, **timeouts: float) -> SshTarget:
         host_key=host.host_key,
         private_key=private_key,
         key_path=None if private_key else host.key_file_path or None,
-        **timeouts,
     )
+    if check_timeout_s is None:
+        return target
+    timeout = check_timeout_s
+    return replace(target, connect_timeout=timeout, banner_timeout=timeout, auth_timeout=timeout)
 
 
 def run_values(host: Host, spec: dict, *, model_name: str) -> dict:
@@ -295,13 +304,16 @@ def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:
     path with shell metacharacters), with the field named, before anything is written."""
     try:
         checked_values(run_values(host, spec, model_name=model_name))
-        checked_retry_window(host_retry_window(host))
+        host_retry_window(host)
         if not isinstance(host.parameters.get("keep_run_dir", False), bool):
             raise SpecError("must be true or false", field="keep_run_dir")
     except SpecError as problem:
         raise ServiceError(problem.reason, field=f"parameters.{problem.field}") from None
 
 
-def host_retry_window(host: Host) -> object:
+def host_retry_window(host: Host) -> float:
+    """The host's transport retry window in seconds, or the setting's; SpecError naming the
+    parameter when it is not a number of seconds."""
     default = settings.TOLLGATE_TRANSPORT_RETRY_WINDOW_S
-    return host.parameters.get("transport_retry_window_s", default)
+    window = host.parameters.get("transport_retry_window_s", default)
+    return checked_retry_window(window, host=host.name)

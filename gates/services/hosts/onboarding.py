@@ -42,12 +42,7 @@ def host_connection_check(*, actor: Actor, viewer: Viewer, host: Host) -> Connec
     if host.transport != Host.Transport.SSH:
         local = CheckResult("local", True, "runs on the service's own machine")
         return ConnectionReport(host.name, (local,))
-    target = host_target(
-        host,
-        connect_timeout=CHECK_TIMEOUT_S,
-        banner_timeout=CHECK_TIMEOUT_S,
-        auth_timeout=CHECK_TIMEOUT_S,
-    )
+    target = host_target(host, check_timeout_s=CHECK_TIMEOUT_S)
     run_dir = {**host.profile.parameters, **host.parameters}.get("run_root")
     try:
         report = check_connection(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from gates.decisions import decide_gate, gathering
 from gates.models import Run
 from gates.planner.spec_check import spec_workload_exceeds_vram
-from gates.selectors import spec_operating_characteristic
+from gates.selectors import run_measurement_records, spec_operating_characteristic
 from gates.services.runs.attempts import g3_decision_context
 from gates.services.runs.lifecycle import GateNotRunnableError, decision_record
 
@@ -60,23 +60,8 @@ def run_steps(run: Run) -> list[dict]:
     return list(run.steps.order_by("position").values_list("detail", flat=True))
 
 
-def run_measurements(run: Run) -> list[dict]:
-    """The run's normalized measurements with the digest of each one's raw result file."""
-    return [
-        {
-            "arm": m.arm,
-            "tier": m.tier,
-            "repetition": m.repetition,
-            "metrics": m.metrics,
-            "server": m.server,
-            "raw_sha256": m.artifact.sha256 if m.artifact else None,
-        }
-        for m in run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
-    ]
-
-
 def run_g3_measurements(run: Run) -> list[dict]:
-    return gathering.gather_g3(run_measurements(run))
+    return gathering.gather_g3(run_measurement_records(run))
 
 
 def run_g1_facts(run: Run) -> dict:
@@ -85,7 +70,7 @@ def run_g1_facts(run: Run) -> dict:
 
 
 def run_g2_observed(run: Run) -> dict:
-    return gathering.gather_g2(run.spec.document, run_steps(run), run_measurements(run))
+    return gathering.gather_g2(run.spec.document, run_steps(run), run_measurement_records(run))
 
 
 # What each engine reads, per gate kind; G4's soak windows come with its program.

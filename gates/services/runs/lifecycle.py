@@ -51,7 +51,13 @@ class GateNotRunnableError(ServiceError):
 
 
 def run_create(
-    *, actor: Actor, viewer: Viewer, gate: Gate, host: Host | None, source: str = Run.Source.REMOTE
+    *,
+    actor: Actor,
+    viewer: Viewer,
+    gate: Gate,
+    host: Host | None,
+    # A labelled TextChoices member is a (value, label) tuple to mypy without django-stubs.
+    source: str = Run.Source.REMOTE,  # type: ignore[assignment]
 ) -> Run:
     """Queue a run of the gate's current spec; the host is leased at once or the call fails."""
     if not viewer.can("run.start"):

@@ -23,6 +23,7 @@ def run_result_store(
     by name in a run and a measurement by its cell, so a redelivered task is a no-op."""
     stored = {a.name: _artifact_store(step, a, uploaded=uploaded) for a in artifacts}
     if measurement is not None:
+        artifact = measurement.get("artifact")
         Measurement.objects.get_or_create(
             run_id=step.run_id,
             arm=measurement["arm"],
@@ -31,7 +32,7 @@ def run_result_store(
             defaults={
                 "metrics": measurement["metrics"],
                 "server": measurement.get("server"),
-                "artifact": stored.get(measurement.get("artifact")),
+                "artifact": stored.get(artifact) if artifact is not None else None,
             },
         )
     if facts:
