@@ -18,6 +18,7 @@ from django.db import transaction
 
 from gates import services
 from gates.models import Engagement, Gate, Host, Membership, Organization, Profile
+from documents.spec import G4Spec, Spec, Workload
 from gates.specs import validation as specs
 from gates.tenancy import viewer_for_user
 from simhost.host.config import HOST_PRESETS
@@ -30,7 +31,7 @@ USERS = {
     "viewer": (CUSTOMER["slug"], Membership.Role.CUSTOMER_VIEWER),
 }
 # simhost's offload-helps scenario: 4096-token session prefixes, 16 sessions (docs/simhost.md).
-COLD_RECOVERY = {
+COLD_RECOVERY: Workload = {
     "dataset": "cold_recovery",
     "prefix_len": 4096,
     "suffix_len": 64,
@@ -39,7 +40,7 @@ COLD_RECOVERY = {
     "num_prefixes": 16,
     "seed": 7,
 }
-SHORT_CHAT = {"dataset": "random", "input_len": 256, "output_len": 32, "num_prompts": 12, "seed": 7}
+SHORT_CHAT: Workload = {"dataset": "random", "input_len": 256, "output_len": 32, "num_prompts": 12, "seed": 7}
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class DemoEngagement:
     platform: str
     host: str
     scenario: str
-    workload: dict
+    workload: Workload
     tiers: tuple[int, ...]
     min_external_hit_rate: float
 
@@ -131,22 +132,26 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
+def demo_specs(plan: DemoEngagement) -> dict[str, Spec]:
     """The demo's G1-G4 specs: the templates, sized to what simhost emulates."""
     g1 = specs.default_spec("G1")
-    g1["expect"].update(gpu_model_pattern="H100", free_disk_min_gib=1)
+    g1["expect"]["gpu_model_pattern"] = "H100"
+    g1["expect"]["free_disk_min_gib"] = 1
     g2 = specs.default_spec("G2")
     g2["equivalence"]["prompts"] = g2["equivalence"]["prompts"][:3]
-    g2["offload_hit"].update(workload=dict(COLD_RECOVERY), tier=16)
+    g2["offload_hit"]["workload"] = Workload(**COLD_RECOVERY)
+    g2["offload_hit"]["tier"] = 16
     # simhost times in milliseconds on a shared machine: scheduling noise alone can move an
     # A/A pair by tens of percent, so the demo sets a wide floor (a real G2 sets ~10 %).
     # Four A/A pairs, not three: with 2 degrees of freedom t is 4.3, and one slow pair on a
     # loaded box took the interval past the floor; with four pairs (3 degrees) it is 3.2.
-    g2["noise_floor"].update(
-        workload=dict(COLD_RECOVERY), tier=16, repetitions=4, max_noise_pct=100
-    )
+    noise_floor = g2["noise_floor"]
+    noise_floor["workload"] = Workload(**COLD_RECOVERY)
+    noise_floor["tier"] = 16
+    noise_floor["repetitions"] = 4
+    noise_floor["max_noise_pct"] = 100
     g3 = specs.default_spec("G3")
-    g3["workload"] = dict(plan.workload)
+    g3["workload"] = Workload(**plan.workload)
     g3["tiers"] = list(plan.tiers)
     g3["repetitions"] = {"min": 4, "max": 8}
     # The template's c=8 and c=16 throughput clauses move to this demo's lower and upper tier.
@@ -159,16 +164,15 @@ def demo_specs(plan: DemoEngagement) -> dict[str, dict]:
         # demo asks 4x, which the emulated host clears by a margin no scheduling noise covers.
         if clause["change"] == "ratio":
             clause["at_least"] = 4.0
-    g3["validity"].update(
-        min_external_hit_rate=plan.min_external_hit_rate, require_kv_exceeds_vram=False
-    )
+    g3["validity"]["min_external_hit_rate"] = plan.min_external_hit_rate
+    g3["validity"]["require_kv_exceeds_vram"] = False
     return {"G1": g1, "G2": g2, "G3": g3, "G4": demo_soak_spec()}
 
 
 DEMO_SOAK_S = 30
 
 
-def demo_soak_spec() -> dict:
+def demo_soak_spec() -> G4Spec:
     """A COMPRESSED soak (30 s of 2 s windows, labelled so on its pages) under a cold-recovery
     load that keeps the offload tier busy. Limits a minute can judge: memory growth per hour
     extrapolated from seconds of RSS noise is meaningless at the template's 256 MiB/h, and
@@ -176,13 +180,12 @@ def demo_soak_spec() -> dict:
     g4 = specs.default_spec("G4")
     g4["duration_h"] = DEMO_SOAK_S / 3600
     g4["window_min"] = 2 / 60
-    g4["load"] = {**COLD_RECOVERY, "num_prompts": 8, "num_prefixes": 4, "max_concurrency": 4}
-    g4["limits"].update(
-        max_throughput_drift_pct=100.0,
-        max_ttft_p99_change_pct=500.0,
-        max_memory_growth_mib_per_h=1e6,
-        max_unobserved_pct=10.0,
-    )
+    g4["load"] = Workload(**COLD_RECOVERY, num_prompts=8, num_prefixes=4, max_concurrency=4)
+    limits = g4["limits"]
+    limits["max_throughput_drift_pct"] = 100.0
+    limits["max_ttft_p99_change_pct"] = 500.0
+    limits["max_memory_growth_mib_per_h"] = 1e6
+    limits["max_unobserved_pct"] = 10.0
     g4["soak"] = {"free_space_floor_gib": 0.5}
     return g4
 
