@@ -14,17 +14,16 @@ import signal
 import sys
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Union
 
 from aiohttp import web
 
-from simhost.engine.batching import Engine, EngineConfig, EngineRequest
+from simhost.engine.batching import Engine, EngineRequest
 from simhost.engine.cacheconfig import cache_config_labels
-from simhost.host.config import HostConfig
 from simhost.host.statefile import ServerState, remove_state, write_state
 from simhost.kernelstamps import StampedConnection, listen
-from simhost.server.faults import CRASH_EXIT_STATUS, FaultConfig, FaultDice
+from simhost.server.args import ServeSettings
+from simhost.server.faults import CRASH_EXIT_STATUS, FaultDice
 from simhost.server.metrics import ServerMetrics
 from simhost.server.modelroutes import add_model_routes
 from simhost.server.protocol import (
@@ -47,21 +46,6 @@ STATE_INTERVAL_S = 0.5
 ARRIVAL_KEY = "simhost_arrival"
 RECEIVED_KEY = "simhost_received"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    host: str
-    port: int
-    served_model_names: List[str]
-    engine: EngineConfig
-    time_scale: float
-    faults: FaultConfig
-    host_config: HostConfig
-    gpu_memory_utilization: float
-    state_dir: str
-    load_time_s: float
-    num_gpu_blocks_override: Optional[int]
 
 
 class _MetricsObserver(StepObserver):

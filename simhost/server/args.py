@@ -7,8 +7,8 @@ Pure argument handling; imports argparse and simhost's pure modules, never aioht
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from simhost.engine.batching import GIB, EngineConfig
 from simhost.engine.presets import DEFAULT_MODEL_PRESET, MODEL_PRESETS, ModelPreset
@@ -22,12 +22,24 @@ from simhost.server.faults import (
     parse_fault_text,
 )
 
-if TYPE_CHECKING:  # imported where used: aiohttp only when serving
-    from simhost.server.app import ServeSettings
-
 
 class UsageError(ValueError):
     """A flag value or combination that cannot be served; the message names the flag."""
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    host: str
+    port: int
+    served_model_names: List[str]
+    engine: EngineConfig
+    time_scale: float
+    faults: FaultConfig
+    host_config: HostConfig
+    gpu_memory_utilization: float
+    state_dir: str
+    load_time_s: float
+    num_gpu_blocks_override: Optional[int]
 
 
 FAULT_FLAGS = (
@@ -212,8 +224,6 @@ def serve_settings(
     read_file: Callable[[str], str],
 ) -> ServeSettings:
     """Everything `serve` needs, validated; raises UsageError naming the flag."""
-    from simhost.server.app import ServeSettings  # aiohttp only when serving
-
     values = _with_scenario(args)
     config = engine_config(values, host)
     time_scale = _given(values, "time_scale", 1.0)
