@@ -14,21 +14,21 @@ import signal
 import sys
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Awaitable, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Union
 
 from aiohttp import web
 
-from simhost.engine.batching import Engine, EngineConfig, EngineRequest
+from simhost.engine.batching import Engine, EngineRequest
 from simhost.engine.cacheconfig import cache_config_labels
-from simhost.host.config import HostConfig
 from simhost.host.statefile import ServerState, remove_state, write_state
 from simhost.kernelstamps import StampedConnection, listen
-from simhost.server.faults import CRASH_EXIT_STATUS, FaultConfig, FaultDice
+from simhost.server.args import ServeSettings
+from simhost.server.faults import CRASH_EXIT_STATUS, FaultDice
 from simhost.server.metrics import ServerMetrics
 from simhost.server.modelroutes import add_model_routes
 from simhost.server.protocol import (
     ApiError,
+    GenerationRequest,
     check_context,
     parse_chat,
     parse_completion,
@@ -39,25 +39,13 @@ from simhost.server.runtime import EngineLoop, LiveRequest, StepObserver
 from simhost.server.streaming import respond_json, respond_response, respond_stream
 from simhost.textgen import OutputText, block_hashes, cached_tokenize, detokenize, prompt_seed
 
+if TYPE_CHECKING:  # annotation only: serving needs nothing from aiohttp.typedefs
+    from aiohttp.typedefs import Middleware
+
 STATE_INTERVAL_S = 0.5
 ARRIVAL_KEY = "simhost_arrival"
 RECEIVED_KEY = "simhost_received"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    host: str
-    port: int
-    served_model_names: List[str]
-    engine: EngineConfig
-    time_scale: float
-    faults: FaultConfig
-    host_config: HostConfig
-    gpu_memory_utilization: float
-    state_dir: str
-    load_time_s: float
-    num_gpu_blocks_override: Optional[int]
 
 
 class _MetricsObserver(StepObserver):
@@ -186,7 +174,7 @@ def _handler_label(request: web.Request) -> str:
     return resource.canonical if resource is not None else "other"
 
 
-def _middleware(server: SimServer):
+def _middleware(server: SimServer) -> Middleware:
     http_counts = server.metrics.http_requests
 
     @web.middleware
@@ -208,8 +196,13 @@ def _middleware(server: SimServer):
             raise  # the client went away mid-answer: nothing to send, nothing to log
         except web.HTTPException as error:
             # unknown routes and methods answer OpenAI-style JSON too
-            body = {"error": {"message": error.reason, "type": "NotFoundError", "param": None}}
-            body["error"]["code"] = error.status
+            details: Dict[str, Union[str, int, None]] = {
+                "message": error.reason,
+                "type": "NotFoundError",
+                "param": None,
+            }
+            details["code"] = error.status
+            body = {"error": details}
             response = web.json_response(body, status=error.status)
         except Exception as error:
             print("simhost: internal error: {!r}".format(error), file=sys.stderr, flush=True)
@@ -237,7 +230,12 @@ async def _respond(server: SimServer, request: web.Request) -> web.StreamRespons
     return await _answer(server, request, generation, body)
 
 
-async def _answer(server: SimServer, request: web.Request, generation, responses_body):
+async def _answer(
+    server: SimServer,
+    request: web.Request,
+    generation: GenerationRequest,
+    responses_body: Optional[Dict[str, Any]],
+) -> web.StreamResponse:
     if generation.stream and len(generation.prompts) * generation.n > 1:
         raise ApiError(400, "simhost streams one prompt per request, with n=1.", "prompt")
     server.received += 1  # the middleware already applied the faults due before this request
@@ -266,7 +264,7 @@ async def _answer(server: SimServer, request: web.Request, generation, responses
     return response
 
 
-async def _token_ids(prompt) -> List[int]:
+async def _token_ids(prompt: Union[str, List[int]]) -> List[int]:
     """A text prompt's ids, off the event loop (the Rust tokenizer releases the GIL), so other
     streams keep flowing while a long prompt is tokenized; token ids come as they are."""
     if not isinstance(prompt, str):
@@ -275,7 +273,12 @@ async def _token_ids(prompt) -> List[int]:
 
 
 def _start(
-    server: SimServer, prompt, ids: List[int], generation, arrival: float, choice: int
+    server: SimServer,
+    prompt: Union[str, List[int]],
+    ids: List[int],
+    generation: GenerationRequest,
+    arrival: float,
+    choice: int,
 ) -> LiveRequest:
     text = prompt if isinstance(prompt, str) else None
     max_tokens = check_context(

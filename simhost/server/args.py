@@ -7,8 +7,8 @@ Pure argument handling; imports argparse and simhost's pure modules, never aioht
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
-from typing import Any, Dict, Mapping, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from simhost.engine.batching import GIB, EngineConfig
 from simhost.engine.presets import DEFAULT_MODEL_PRESET, MODEL_PRESETS, ModelPreset
@@ -25,6 +25,21 @@ from simhost.server.faults import (
 
 class UsageError(ValueError):
     """A flag value or combination that cannot be served; the message names the flag."""
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    host: str
+    port: int
+    served_model_names: List[str]
+    engine: EngineConfig
+    time_scale: float
+    faults: FaultConfig
+    host_config: HostConfig
+    gpu_memory_utilization: float
+    state_dir: str
+    load_time_s: float
+    num_gpu_blocks_override: Optional[int]
 
 
 FAULT_FLAGS = (
@@ -105,14 +120,21 @@ def _preset(values: Mapping[str, Any]) -> ModelPreset:
     for name, value in overrides.items():
         if value is not None and value <= 0:
             raise UsageError("--{}: must be > 0".format(name.replace("_", "-")))
-    return replace(preset, **{k: v for k, v in overrides.items() if v is not None})
+    return replace(
+        preset,
+        kv_bytes_per_token=_given(overrides, "kv_bytes_per_token", preset.kv_bytes_per_token),
+        prefill_tokens_per_s=_given(overrides, "prefill_tokens_per_s", preset.prefill_tokens_per_s),
+        max_model_len=_given(overrides, "max_model_len", preset.max_model_len),
+        decode_base_s=_given(overrides, "decode_base_s", preset.decode_base_s),
+        decode_per_seq_s=_given(overrides, "decode_per_seq_s", preset.decode_per_seq_s),
+    )
 
 
 def _ms(value: Optional[float]) -> Optional[float]:
     return None if value is None else value / 1000.0
 
 
-def _offload(values: Mapping[str, Any], host: HostConfig) -> tuple:
+def _offload(values: Mapping[str, Any], host: HostConfig) -> Tuple[Optional[float], float]:
     """(size GiB or None, bandwidth bytes/s), checked against the emulated host's tier."""
     size = values.get("kv_offloading_size")
     tier = host.offload_tier
@@ -179,7 +201,7 @@ def _check_engine(config: EngineConfig) -> None:
         )
 
 
-def fault_config(values: Mapping[str, Any], read_file) -> FaultConfig:
+def fault_config(values: Mapping[str, Any], read_file: Callable[[str], str]) -> FaultConfig:
     from_file: Dict[str, Any] = {}
     try:
         if values.get("fault_file"):
@@ -196,11 +218,12 @@ def fault_config(values: Mapping[str, Any], read_file) -> FaultConfig:
 
 
 def serve_settings(
-    args: argparse.Namespace, host: HostConfig, environ: Mapping[str, str], read_file
-):
+    args: argparse.Namespace,
+    host: HostConfig,
+    environ: Mapping[str, str],
+    read_file: Callable[[str], str],
+) -> ServeSettings:
     """Everything `serve` needs, validated; raises UsageError naming the flag."""
-    from simhost.server.app import ServeSettings  # aiohttp only when serving
-
     values = _with_scenario(args)
     config = engine_config(values, host)
     time_scale = _given(values, "time_scale", 1.0)

@@ -122,9 +122,10 @@ def sample_rank(salt: int, index: int, greedy: bool) -> int:
 
 def output_positions(
     salt: int, start: int, token_ids: Sequence[int], top: int, greedy: bool
-) -> List[Position]:
-    """The positions of generated tokens `start`, `start + 1`, ... of one sequence."""
-    found: List[Position] = []
+) -> List[List[Candidate]]:
+    """The positions of generated tokens `start`, `start + 1`, ... of one sequence (every one
+    has candidates: only a prompt's first token has none)."""
+    found: List[List[Candidate]] = []
     for offset, token_id in enumerate(token_ids):
         index = start + offset
         found.append(position(salt, index, token_id, top, sample_rank(salt, index, greedy)))

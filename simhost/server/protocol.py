@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from simhost.server.logprobs import LogprobError, check_limit, checked_count
 from simhost.textgen import render_chat
@@ -35,7 +35,11 @@ class ApiError(Exception):
         }.get(self.status, "Error")
 
     def body(self) -> Dict[str, Any]:
-        error = {"message": self.message, "type": self.error_type, "param": self.param}
+        error: Dict[str, Union[str, int, None]] = {
+            "message": self.message,
+            "type": self.error_type,
+            "param": self.param,
+        }
         error["code"] = self.status
         return {"error": error}
 
@@ -147,7 +151,12 @@ def _prompts(value: Any) -> List[Union[str, List[int]]]:
     )
 
 
-def _common(body: Dict[str, Any], served: Sequence[str], chat: bool, prompts: List[Any]):
+def _common(
+    body: Dict[str, Any],
+    served: Sequence[str],
+    chat: bool,
+    prompts: List[Union[str, List[int]]],
+) -> GenerationRequest:
     stream = _bool(body, "stream")
     n = _optional_int(body, "n")
     n = 1 if n is None else n
@@ -179,7 +188,9 @@ def _common(body: Dict[str, Any], served: Sequence[str], chat: bool, prompts: Li
     )
 
 
-def _logprob_counts(body: Dict[str, Any], chat: bool, stream: bool, echo: bool):
+def _logprob_counts(
+    body: Dict[str, Any], chat: bool, stream: bool, echo: bool
+) -> Tuple[Optional[int], Optional[int]]:
     """(logprobs, prompt_logprobs) as vLLM 0.32 reads them: completions' integer `logprobs`;
     chat's `logprobs: true` with `top_logprobs` (0 by default); `prompt_logprobs`, or with
     completions' `echo` the `logprobs` count; then the --max-logprobs limit."""
@@ -320,7 +331,7 @@ def chat_choice(
     finish: Optional[str],
     stream: bool,
     logprobs: Optional[Dict[str, Any]] = None,
-):
+) -> Dict[str, Any]:
     key = "delta" if stream else "message"
     return {"index": index, key: delta, "logprobs": logprobs, "finish_reason": finish}
 

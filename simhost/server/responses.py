@@ -27,8 +27,9 @@ def _text_of(content: Any, param: str) -> str:
         return content
     if isinstance(content, list):
         parts = [p.get("text") for p in content if isinstance(p, dict)]
-        if parts and all(isinstance(p, str) for p in parts):
-            return "".join(parts)
+        texts = [p for p in parts if isinstance(p, str)]
+        if parts and len(texts) == len(parts):
+            return "".join(texts)
     raise ApiError(400, "{}.content must be a string or input_text parts.".format(param), param)
 
 
@@ -83,7 +84,7 @@ def message_item(item_id: str, text: Optional[str], status: str = "completed") -
     }
 
 
-def text_part(text: str, logprobs: Optional[list]) -> Dict[str, Any]:
+def text_part(text: str, logprobs: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     return {"annotations": [], "text": text, "type": "output_text", "logprobs": logprobs}
 
 
@@ -98,7 +99,7 @@ def response_body(
     """The response object, with vLLM 0.32's fields and defaults for what was not asked;
     in progress (no output, no usage) unless `finished` has {"item_id", "text", "usage",
     "finish_reason"}."""
-    incomplete = bool(finished) and finished["finish_reason"] == "length"
+    incomplete = bool(finished and finished["finish_reason"] == "length")
     incomplete = incomplete and body.get("max_output_tokens") is not None
     status = "in_progress" if finished is None else "incomplete" if incomplete else "completed"
     return {

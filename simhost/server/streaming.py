@@ -50,12 +50,17 @@ def choice_logprobs(
     if generation.chat:
         return chat_logprobs(positions, top)
     if generation.echo and start == 0:
-        prompt = prompt_positions(live.prompt_salt, live.prompt_ids, generation.prompt_logprobs)
-        ids, positions = live.prompt_ids + ids, prompt + positions
+        prompt_top = generation.prompt_logprobs
+        assert prompt_top is not None  # with echo, the parser defaults it to `logprobs`
+        echoed = prompt_positions(live.prompt_salt, live.prompt_ids, prompt_top)
+        echoed.extend(positions)  # the prompt's tokens, then the generated ones
+        return completion_logprobs(live.prompt_ids + ids, echoed, top, offset)
     return completion_logprobs(ids, positions, top, offset)
 
 
-def prompt_logprobs(generation: GenerationRequest, live: LiveRequest):
+def prompt_logprobs(
+    generation: GenerationRequest, live: LiveRequest
+) -> Optional[List[Optional[Dict[str, Any]]]]:
     """`prompt_logprobs` of a whole answer: per prompt token, when asked (or with echo)."""
     if generation.prompt_logprobs is None:
         return None
@@ -271,7 +276,7 @@ async def respond_response(
     sequence = _Sequence()
     shell = response_body(body, generation, live.max_tokens, created, response_id)
     await stream.write(sequence.events(opening_events(shell, item_id)))
-    words: List[str] = []
+    words = []
     while not live.done or live.pending:
         if not live.pending:
             await live.event.wait()
