@@ -30,3 +30,11 @@ TEST_ENVIRONMENT = {
 }
 for _name, _value in TEST_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
+
+# Property tests judge behaviour, never speed: a busy machine (CI shares its cores) must not turn
+# a slow example into a failure, so no per-example deadline and no "too slow" health check.
+# A test's own @settings still sets its example count; this profile only supplies the defaults.
+from hypothesis import HealthCheck, settings  # noqa: E402 (after the environment is set)
+
+settings.register_profile("tollgate", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("tollgate")
