@@ -16,9 +16,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from documents.spec import G4Spec, Spec, Workload
 from gates import services
 from gates.models import Engagement, Gate, Host, Membership, Organization, Profile
-from documents.spec import G4Spec, Spec, Workload
 from gates.specs import validation as specs
 from gates.tenancy import viewer_for_user
 from simhost.host.config import HOST_PRESETS
@@ -40,7 +40,13 @@ COLD_RECOVERY: Workload = {
     "num_prefixes": 16,
     "seed": 7,
 }
-SHORT_CHAT: Workload = {"dataset": "random", "input_len": 256, "output_len": 32, "num_prompts": 12, "seed": 7}
+SHORT_CHAT: Workload = {
+    "dataset": "random",
+    "input_len": 256,
+    "output_len": 32,
+    "num_prompts": 12,
+    "seed": 7,
+}
 
 
 @dataclass(frozen=True)

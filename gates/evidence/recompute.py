@@ -9,11 +9,14 @@ Imports no Django: the offline verifier runs this on a customer's machine.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gates.decisions import EvidenceError, decide_gate
 from gates.decisions.gathering import gather_evidence
 from gates.evidence.layout import sha256_hex
+from gates.specs.validation import parse_spec
 from runners import results
 from runners.adapters import AdapterError
 
@@ -39,14 +42,15 @@ def recompute_decision(spec: dict, decision: dict, context: dict, run: RunRecord
     problems += found
     try:
         evidence = gather_evidence(spec, steps, measurements)
-        result = decide_gate(spec, evidence, context or None)
+        # A bundle's spec is untrusted input: parsed (InvalidSpecError is a ValueError).
+        result = decide_gate(parse_spec(spec), evidence, context or None)
     except (EvidenceError, KeyError, ValueError, TypeError) as error:
         return [*problems, f"decision: cannot be recomputed from the raw files ({error})"]
     recorded = {k: v for k, v in (decision.get("result") or {}).items() if k not in NOT_RECOMPUTED}
     return problems + decision_differences(decision, recorded, result)
 
 
-def decision_differences(decision: dict, recorded: dict, result: dict) -> list[str]:
+def decision_differences(decision: dict, recorded: dict, result: Mapping[str, Any]) -> list[str]:
     """Where the recomputed result and verdict differ from decision/decision.json's."""
     problems = differences(recorded, result, "decision/decision.json result")
     if decision.get("verdict") != result["verdict"]:

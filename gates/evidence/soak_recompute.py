@@ -24,6 +24,7 @@ import re
 
 from gates.decisions import EvidenceError, decide_gate
 from gates.evidence.recompute import decision_differences, differences
+from gates.specs.validation import parse_spec
 from runners.soak import collector
 from runners.soak import fitness as soakhealth
 
@@ -63,7 +64,9 @@ def recompute_soak(
     windows = [collector.engine_window(*window) for window in chain]
     in_force = {**spec, "duration_h": spec["duration_h"] + (soak.get("extended_h") or 0)}
     try:
-        result = decide_gate(in_force, windows, soak_context(recorded, soak, windows))
+        result = decide_gate(
+            parse_spec(in_force, "G4"), windows, soak_context(recorded, soak, windows)
+        )
     except (EvidenceError, KeyError, ValueError, TypeError) as error:
         return [*problems, f"decision: cannot be recomputed from the soak windows ({error})"]
     result["soak"] = {

@@ -8,7 +8,9 @@ release check the run's fencing token, so a run that lost its lease never touche
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Max, Q
@@ -251,7 +253,7 @@ def run_mark_canceled(*, run_id: int, reason: str = "canceled") -> Run | None:
     return run
 
 
-def decision_record(*, run_id: int, result: dict) -> Decision | None:
+def decision_record(*, run_id: int, result: Mapping[str, Any]) -> Decision | None:
     """Store the engine's verdict for a run and move the gate on. None if the run ended."""
     with transaction.atomic():
         run = _lock_active(run_id)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import hashlib
 
 from gates.models import Artifact, Measurement, RunStep
-from runners import results
+from runners.artifact import Artifact as RunnerArtifact
 
 
 def run_result_store(
     *,
     step: RunStep,
-    artifacts: list[results.Artifact],
+    artifacts: list[RunnerArtifact],
     measurement: dict | None = None,
     facts: dict | None = None,
     uploaded: bool = False,
@@ -40,7 +40,7 @@ def run_result_store(
     return stored
 
 
-def _artifact_store(step: RunStep, artifact: results.Artifact, *, uploaded: bool) -> Artifact:
+def _artifact_store(step: RunStep, artifact: RunnerArtifact, *, uploaded: bool) -> Artifact:
     stored, _ = Artifact.objects.get_or_create(
         run_id=step.run_id,
         name=artifact.name,
@@ -55,7 +55,7 @@ def _artifact_store(step: RunStep, artifact: results.Artifact, *, uploaded: bool
     return stored
 
 
-def run_artifacts_store(*, run_id: int, artifacts: list[results.Artifact]) -> None:
+def run_artifacts_store(*, run_id: int, artifacts: list[RunnerArtifact]) -> None:
     """Keep raw files of a run that belong to no step (a soak's windows), in one INSERT; a name
     already stored keeps its first content, so a repeated or concurrent read is a no-op."""
     Artifact.objects.bulk_create(

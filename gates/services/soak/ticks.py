@@ -16,6 +16,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from documents.decision import G4Decision
+from documents.spec import G4Spec
 from gates.decisions import decide_gate
 from gates.models import Run, Soak, SoakSample
 from gates.services.runs.lifecycle import (
@@ -26,6 +28,7 @@ from gates.services.runs.lifecycle import (
 )
 from gates.services.runs.results import run_artifacts_store
 from gates.services.runs.workorder import run_execution
+from gates.specs.validation import parse_spec
 from runners.program.workorder import RunPlan
 from runners.soak import collector as pure
 from runners.soak import fitness as soakhealth
@@ -328,14 +331,14 @@ def _unreachable_allowance_s(soak: Soak) -> float:
     return max(pure.unobserved_allowance_s(spec), float(settings.TOLLGATE_SOAK_UNREACHABLE_S))
 
 
-def soak_spec_in_force(soak: Soak) -> dict:
+def soak_spec_in_force(soak: Soak) -> G4Spec:
     """The run's spec with the recorded extensions: what the verdict is judged against."""
-    spec = dict(soak.run.spec.document)
+    spec = parse_spec(dict(soak.run.spec.document), "G4")
     spec["duration_h"] = spec["duration_h"] + soak.extended_h
     return spec
 
 
-def _decide(soak: Soak, *, ended_at: float | None = None) -> dict:
+def _decide(soak: Soak, *, ended_at: float | None = None) -> G4Decision:
     samples = soak.run.soak_samples.order_by("seq").values_list(
         "seq", "window_start", "window_end", "metrics"
     )
