@@ -16,10 +16,9 @@ from celery import shared_task
 from celery.beat import PersistentScheduler
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
-from django.utils import timezone
 
 from gates import services
-from gates.models import Run, ServiceHeartbeat
+from gates.models import Run
 from runners import cleanup
 from runners.errors import ContractError, RunnerError
 from runners.program import driver
@@ -67,8 +66,7 @@ def advance_run(run_id: int) -> None:
 def _drive(session: services.RunSession, plan: RunPlan) -> bool:
     with _transport(plan) as transport, tempfile.TemporaryDirectory() as scratch:
         more = driver.drive(
-            # runners.program.driver.Session declares `spec` settable; the driver only reads it.
-            session,  # type: ignore[arg-type]
+            session,
             plan.step_context(transport, Path(scratch)),
             budget_s=settings.TOLLGATE_TASK_BUDGET_S,
             probe_names=plan.probe_names,
@@ -202,7 +200,7 @@ def deliver_alerts() -> None:
 
 @shared_task(name="runners.canary")
 def canary() -> None:
-    ServiceHeartbeat.objects.update_or_create(name="worker", defaults={"at": timezone.now()})
+    services.heartbeat_record(name="worker")
 
 
 @shared_task(name="runners.escalate_alerts")

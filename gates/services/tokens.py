@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -98,3 +98,11 @@ def _check_within_minting_token(
             f"must expire by this token's own expiry, {minting.expires_at.isoformat()}",
             field="expires_at",
         )
+
+
+def api_token_used(token: ApiToken, *, resolution: timedelta) -> None:
+    """Note a token's last use, at most once per `resolution`: every API request would
+    otherwise write its row (one conditional UPDATE, no read-modify-write race)."""
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > resolution:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)

@@ -30,7 +30,8 @@ HOST_WAIT_S = 3.0
 
 
 class Session(Protocol):
-    spec: dict[str, Any]
+    @property
+    def spec(self) -> dict[str, Any]: ...
 
     def heartbeat(self) -> None: ...
     def has_plan(self) -> bool: ...

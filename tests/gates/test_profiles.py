@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gates.signals import builtin_profile_documents
+from gates.services.profiles import builtin_profile_documents
 from runners.commands import fill, placeholders_in
 
 VALUES = {

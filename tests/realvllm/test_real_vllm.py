@@ -20,7 +20,7 @@ from gates import services
 from gates.decisions import decide_g2, decide_g3
 from gates.models import Host, Profile
 from gates.services import pokes
-from gates.signals import builtin_profile_documents
+from gates.services.profiles import builtin_profile_documents
 from runners.program.perform import StepContext, perform, wait_for_exit
 from runners.program.sequence import plan_g3_repetitions
 from runners.results import Artifact

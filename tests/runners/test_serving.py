@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.signals import builtin_profile_documents
+from gates.services.profiles import builtin_profile_documents
 from runners.errors import SpecError
 from runners.program.perform import HOSTCTL, StepContext, perform, remote_dir
 from runners.transport import LocalTransport

@@ -10,13 +10,13 @@ import hmac
 from datetime import timedelta
 
 from django.conf import settings
-from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from gates.api.rest import throttling
 from gates.crypto import split_api_token, token_digest
 from gates.models import ApiToken
 from gates.services.audit import Actor, audit_record
+from gates.services.tokens import api_token_used
 
 # Writing last_used_at on every request would turn reads into writes; once a minute is enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -76,6 +76,4 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             )
 
     def _touch(self, token: ApiToken) -> None:
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        api_token_used(token, resolution=LAST_USED_RESOLUTION)

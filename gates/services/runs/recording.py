@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -18,6 +19,7 @@ from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from documents.step import Step
 from gates.errors import ServiceError
 from gates.models import Run, RunStep, Soak
 from gates.services.runs.evaluation import Evaluation, run_evaluate
@@ -25,6 +27,7 @@ from gates.services.runs.lifecycle import run_assert_lease, run_mark_canceled
 from gates.services.runs.results import run_result_store
 from gates.services.soak.ticks import soak_begin
 from runners.soak.collector import SoakPaths
+from runners.stepcontext import StepProgress
 
 MAX_STEP_DELIVERIES = 5
 
@@ -110,13 +113,13 @@ class RunSession:
 
     # --- the plan ------------------------------------------------------------------------
     @property
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         return self.run.spec.document
 
     def has_plan(self) -> bool:
         return self.run.steps.exists()
 
-    def append_steps(self, steps: list[dict]) -> None:
+    def append_steps(self, steps: list[Step]) -> None:
         with transaction.atomic():
             locked = self._check_writer()
             start = self.run.steps.count()
@@ -126,7 +129,7 @@ class RunSession:
             )
             self._update_progress(locked)
 
-    def next_step(self) -> tuple[dict, dict] | None:
+    def next_step(self) -> tuple[Step, dict[str, Any]] | None:
         """The first unfinished step and what was recorded of it so far."""
         row = self.run.steps.exclude(state=RunStep.State.DONE).order_by("position").first()
         if row is None:
@@ -147,7 +150,7 @@ class RunSession:
         self.taken.add(row.pk)
 
     # --- recording -------------------------------------------------------------------------
-    def record(self, step: dict, progress) -> None:
+    def record(self, step: Step, progress: StepProgress) -> None:
         """Store one performed or polled step: detail, artifacts, measurement, log, progress."""
         with transaction.atomic():
             locked = self._check_writer()
@@ -248,7 +251,7 @@ class RunSession:
     def mark_canceled(self) -> None:
         run_mark_canceled(run_id=self.run.pk, reason="canceled by request; host processes stopped")
 
-    def hand_off(self, step: dict, progress) -> None:
+    def hand_off(self, step: Step, progress: StepProgress) -> None:
         """Record the step and give the run to the soak collector (G4's beat ticks)."""
         self.record(step, progress)
         soak_begin(

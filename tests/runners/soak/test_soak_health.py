@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gates.signals import builtin_profile_documents
+from gates.services.profiles import builtin_profile_documents
 from runners.soak import collector, fitness
 from runners.soak import watch as soakwatch
 from simhost.host.config import host_config_from_dict

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gates.signals import builtin_profile_documents
+from gates.services.profiles import builtin_profile_documents
 from runners.soak import collector, fitness
 from runners.soak import watch as soakwatch
 from simhost.host.config import host_config_from_dict
