@@ -210,15 +210,19 @@ def measure_tick(count: int, repeats: int = 20) -> None:
         run_id=soak.run_id,
         token="t",
         plan=None,
-        paths=collector.SoakPaths(soak.run_dir),
-        generation=1,
-        offset=soak.offset,
-        ack_seq=soak.last_seq,
-        stop=False,
-        deadline=None,
-        cancel=False,
-        may_relaunch=True,
-        config={},
+        host=collector.TickState(
+            paths=collector.SoakPaths(soak.run_dir),
+            python="python3",
+            token="t",
+            generation=1,
+            offset=soak.offset,
+            ack_seq=soak.last_seq,
+            stop=False,
+            deadline=None,
+            cancel=False,
+            may_relaunch=True,
+            config={},
+        ),
     )
     print(f"2. one tick's recording at the end of a {count}-sample soak")
     for crashed in (False, True):

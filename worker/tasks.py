@@ -23,7 +23,7 @@ from runners import cleanup
 from runners.errors import ContractError, RunnerError
 from runners.program import driver
 from runners.program.workorder import RunPlan
-from runners.soak import host as soakhost
+from runners.soak import host as soak_host
 from runners.transport import LocalTransport, Transport, open_transport
 from runners.transport.network import is_transient, outage_retry_after
 from runners.transport.pool import pooled_transport
@@ -245,7 +245,7 @@ def tick_soak(run_id: int) -> None:
         return
     try:
         with _soak_transport(tick.plan) as transport, tempfile.TemporaryDirectory() as scratch:
-            found = soakhost.tick(transport, tick.host_state(), Path(scratch))
+            found = soak_host.tick(transport, tick.host, Path(scratch))
             logger.info("soak %s: %s", run_id, services.soak_tick_record(tick, found))
             _clean_up_if_ended(transport, tick.plan, run_id)
     except RunnerError as error:

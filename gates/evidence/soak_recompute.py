@@ -25,8 +25,7 @@ import re
 from gates.decisions import EvidenceError, decide_gate
 from gates.evidence.recompute import decision_differences, differences
 from gates.specs.validation import parse_spec
-from runners.soak import collector
-from runners.soak import fitness as soakhealth
+from runners.soak import collector, fitness
 
 # The stored sample's fields that come from the window's line itself, not from a raw file.
 LINE_FIELDS = (
@@ -59,7 +58,7 @@ def recompute_soak(
         problems += differences(row.get("metrics"), sample, f"{label}.metrics")
         chain.append((row["seq"], row["start"], row["end"], sample))
         if health is not None:
-            health, faults = soakhealth.health_fold(health, row["seq"], sample.get("health"))
+            health, faults = fitness.health_fold(health, row["seq"], sample.get("health"))
             problems += _unfit(label, row["seq"], faults)
     windows = [collector.engine_window(*window) for window in chain]
     in_force = {**spec, "duration_h": spec["duration_h"] + (soak.get("extended_h") or 0)}
@@ -92,7 +91,7 @@ def _unfit(label: str, seq: int, faults: list[str]) -> list[str]:
     if not faults:
         return []
     return [
-        f"{label}: {soakhealth.fault_reason(seq, faults)}; the run should have ended "
+        f"{label}: {fitness.fault_reason(seq, faults)}; the run should have ended "
         "infra_error, not with a decision"
     ]
 

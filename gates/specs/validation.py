@@ -1,5 +1,5 @@
 """Gate specs: the one validation of each gate kind's JSON contract (the schema and vocabulary
-in gates/specs/schema.py, re-exported here), the semantic rules, the digest and the defaults.
+in gates/specs/schema.py, imported from there), the semantic rules, the digest and the defaults.
 parse_spec is the edge where JSON becomes a typed documents.spec.Spec: the decision engine
 reads only specs this module accepted. Pure: plain JSON in, field errors out; imports no
 Django and nothing from gates.decisions (the engine imports this module, never the other way
@@ -30,16 +30,11 @@ from documents.spec import (
     Spec,
 )
 from gates.specs import statistics as spec_statistics
-from gates.specs.schema import (  # noqa: F401 (re-exported: the vocabulary callers use)
-    ARM_KINDS,
-    CHANGE_KINDS,
-    DATASETS,
-    GATE_KINDS,
+from gates.specs.schema import (
     KNOWN_METRICS,
     METRICS,
     SCHEMAS,
     TEMPLATES_DIR,
-    VERSION_TEXT,
 )
 from runners import jsonlimits
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser, get_encoding
 
-from runners import jsonlimits as json_limits
+from runners import jsonlimits
 
 
 class JsonInputError(exceptions.ParseError):
@@ -39,8 +39,8 @@ class LimitedJSONParser(JSONParser):
         except UnicodeDecodeError as error:
             raise JsonInputError(f"the body is not {encoding} text ({error.reason})") from error
         try:
-            return json_limits.load(text)
-        except json_limits.JsonLimitError as error:
+            return jsonlimits.load(text)
+        except jsonlimits.JsonLimitError as error:
             raise JsonInputError(error.problem, field=error.path or None) from error
         except ValueError as error:
             raise JsonInputError(f"JSON parse error - {error}") from error

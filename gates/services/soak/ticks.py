@@ -30,8 +30,7 @@ from gates.services.runs.results import run_artifacts_store
 from gates.services.runs.workorder import run_execution
 from gates.specs.validation import parse_spec
 from runners.program.workorder import RunPlan
-from runners.soak import collector as pure
-from runners.soak import fitness as soakhealth
+from runners.soak import collector, fitness
 
 MAX_AGENT_GENERATIONS = 4
 # The agent's exit codes (runners/soak/agent.py) that end a soak without a verdict.
@@ -40,35 +39,13 @@ AGENT_EXIT_DISK, AGENT_EXIT_SERVER = 4, 3
 
 @dataclass(frozen=True)
 class SoakTick:
-    """What one tick needs to read the host; `token` is its claim."""
+    """A claimed tick: the soak's run, the claim (`token`), the run's work order, and the
+    collector's view of the host that runners.soak.host.tick reads with (`host`)."""
 
     run_id: int
     token: str
     plan: RunPlan
-    paths: pure.SoakPaths
-    generation: int
-    offset: int
-    ack_seq: int
-    stop: bool
-    deadline: float | None
-    cancel: bool
-    may_relaunch: bool
-    config: dict
-
-    def host_state(self) -> pure.TickState:
-        return pure.TickState(
-            paths=self.paths,
-            python=self.plan.values.get("python", "python3"),
-            token=self.plan.token,
-            generation=self.generation,
-            offset=self.offset,
-            ack_seq=self.ack_seq,
-            stop=self.stop,
-            deadline=self.deadline,
-            cancel=self.cancel,
-            may_relaunch=self.may_relaunch,
-            config=self.config,
-        )
+    host: collector.TickState
 
 
 def soak_begin(*, run: Run, detail: dict) -> Soak:
@@ -119,13 +96,12 @@ def soak_tick_claim(run_id: int) -> SoakTick | None:
 def _tick_input(soak: Soak, token: str) -> SoakTick:
     run = soak.run
     plan = run_execution(run)
-    paths = pure.SoakPaths(soak.run_dir)
+    paths = collector.SoakPaths(soak.run_dir)
     wanted = soak.deadline_wanted if soak.deadline_wanted != soak.deadline else None
-    return SoakTick(
-        run_id=run.pk,
-        token=token,
-        plan=plan,
+    host = collector.TickState(
         paths=paths,
+        python=plan.values.get("python", "python3"),
+        token=plan.token,
         generation=soak.generation,
         offset=soak.offset,
         ack_seq=soak.last_seq,
@@ -135,12 +111,13 @@ def _tick_input(soak: Soak, token: str) -> SoakTick:
         may_relaunch=soak.state == Soak.State.ACTIVE and soak.generation < MAX_AGENT_GENERATIONS,
         config=_relaunch_config(soak, plan, paths),
     )
+    return SoakTick(run_id=run.pk, token=token, plan=plan, host=host)
 
 
-def _relaunch_config(soak: Soak, plan: RunPlan, paths: pure.SoakPaths) -> dict:
+def _relaunch_config(soak: Soak, plan: RunPlan, paths: collector.SoakPaths) -> dict:
     """A relaunched agent's config: numbering and clock go on from what was stored, even when
     the host lost the data directory (a reboot that wiped /tmp)."""
-    config = pure.agent_config(soak.run.spec.document, plan.commands, plan.values, paths)
+    config = collector.agent_config(soak.run.spec.document, plan.commands, plan.values, paths)
     config["first_seq"] = soak.last_seq + 1
     if soak.started is not None and soak.deadline is not None:
         config["started"], config["deadline"] = soak.started, soak.deadline_wanted or soak.deadline
@@ -155,7 +132,7 @@ def soak_tick_release(tick: SoakTick) -> None:
     )
 
 
-def soak_tick_record(tick: SoakTick, report: pure.TickOutcome) -> str:
+def soak_tick_record(tick: SoakTick, report: collector.TickOutcome) -> str:
     """Store what the tick read and move the soak on; returns what happened, for the log."""
     read = report.read
     with transaction.atomic():
@@ -205,7 +182,7 @@ def _lock_running(run_id: int) -> Soak | None:
     return soak
 
 
-def _store_windows(soak: Soak, windows: list[pure.Window]) -> int:
+def _store_windows(soak: Soak, windows: list[collector.Window]) -> int:
     """Insert the new windows; a seq already stored is skipped by the unique constraint."""
     fresh = [window for window in windows if window.seq > soak.last_seq]
     if not fresh:
@@ -217,19 +194,19 @@ def _store_windows(soak: Soak, windows: list[pure.Window]) -> int:
             seq=window.seq,
             window_start=_when(window.line["start"]),
             window_end=_when(window.line["end"]),
-            metrics=pure.window_sample(window),
+            metrics=collector.window_sample(window),
         )
         for window in fresh
     ]
     SoakSample.objects.bulk_create(rows, ignore_conflicts=True)
     run_artifacts_store(
         run_id=soak.run_id,
-        artifacts=[artifact for window in fresh for artifact in pure.window_artifacts(window)],
+        artifacts=[artifact for window in fresh for artifact in collector.window_artifacts(window)],
     )
     chain = [_as_window(previous)] if previous else []
     # The stored (microsecond) times, as the decision reads them: a verifier re-finds the gaps.
     chain += [_as_window(row) for row in rows]
-    soak.gaps = [*soak.gaps, *pure.find_gaps(chain)]
+    soak.gaps = [*soak.gaps, *collector.find_gaps(chain)]
     soak.last_seq = max(soak.last_seq, fresh[-1].seq)
     _watch_health(soak, rows)
     return len(fresh)
@@ -241,9 +218,9 @@ def _watch_health(soak: Soak, rows: list[SoakSample]) -> None:
     run = soak.run
     health = soak.health or {"since": (run.started_at or run.created_at).timestamp()}
     for row in rows:
-        health, faults = soakhealth.health_fold(health, row.seq, row.metrics.get("health"))
+        health, faults = fitness.health_fold(health, row.seq, row.metrics.get("health"))
         if faults:
-            health["fault"] = soakhealth.fault_reason(row.seq, faults)
+            health["fault"] = fitness.fault_reason(row.seq, faults)
             break
     soak.health = health
 
@@ -257,7 +234,7 @@ def _as_window(sample: SoakSample) -> tuple[int, float, float, dict]:
     )
 
 
-def _note_contact(soak: Soak, read: pure.Read, report: pure.TickOutcome) -> None:
+def _note_contact(soak: Soak, read: collector.Read, report: collector.TickOutcome) -> None:
     soak.offset = max(soak.offset, read.offset)
     soak.last_contact_at, soak.unreachable_since = timezone.now(), None
     soak.heartbeat_age_s = None if read.heartbeat is None else max(read.now - read.heartbeat, 0)
@@ -277,7 +254,7 @@ def _note(text: str) -> dict:
     return {"at": timezone.now().isoformat(), "note": text}
 
 
-def _next_move(soak: Soak, read: pure.Read, report: pure.TickOutcome, stored: int) -> str:
+def _next_move(soak: Soak, read: collector.Read, report: collector.TickOutcome, stored: int) -> str:
     if read.exit is not None and not read.windows:
         return _finish(soak, read.exit)
     lost = not (report.agent_running or report.relaunched or read.windows)
@@ -299,7 +276,7 @@ def _next_move(soak: Soak, read: pure.Read, report: pure.TickOutcome, stored: in
     return f"stored {stored} window(s)"
 
 
-def _provisional_due(soak: Soak, fresh: list[pure.Window]) -> bool:
+def _provisional_due(soak: Soak, fresh: list[collector.Window]) -> bool:
     """Re-judge the soak when a new window shows trouble (a crash, failed requests: the early
     stop must not wait), else at most every TOLLGATE_SOAK_PROVISIONAL_S: over 72 h a decision
     costs about a second, a tick must stay far below that."""
@@ -314,7 +291,7 @@ def _provisional_due(soak: Soak, fresh: list[pure.Window]) -> bool:
     return fresh[-1].line["end"] - last >= settings.TOLLGATE_SOAK_PROVISIONAL_S
 
 
-def _unobserved_s(soak: Soak, read: pure.Read, *, agent_down: bool) -> float:
+def _unobserved_s(soak: Soak, read: collector.Read, *, agent_down: bool) -> float:
     """Gaps so far, plus the time since the last window while no agent is recording."""
     total = sum(gap["seconds"] for gap in soak.gaps)
     if agent_down and read.exit is None:
@@ -328,7 +305,7 @@ def _unreachable_allowance_s(soak: Soak) -> float:
     """The spec's unobserved allowance, but never less than the operator's floor: a short SSH
     outage must not end a compressed soak whose whole allowance is a second."""
     spec = soak.run.spec.document
-    return max(pure.unobserved_allowance_s(spec), float(settings.TOLLGATE_SOAK_UNREACHABLE_S))
+    return max(collector.unobserved_allowance_s(spec), float(settings.TOLLGATE_SOAK_UNREACHABLE_S))
 
 
 def soak_spec_in_force(soak: Soak) -> G4Spec:
@@ -343,7 +320,7 @@ def _decide(soak: Soak, *, ended_at: float | None = None) -> G4Decision:
         "seq", "window_start", "window_end", "metrics"
     )
     windows = [
-        pure.engine_window(seq, start.timestamp(), end.timestamp(), metrics)
+        collector.engine_window(seq, start.timestamp(), end.timestamp(), metrics)
         for seq, start, end, metrics in samples
     ]
     ended = windows[-1]["end"] if windows else soak.started

@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from gates.decisions import EvidenceError, decide_g1
 from gates.decisions.g1 import version_at_least, version_key
-from gates.specs.validation import VERSION_TEXT
+from gates.specs.schema import VERSION_TEXT
 from tests.gates.decisions.test_g3 import valid
 
 GIB = 2**30

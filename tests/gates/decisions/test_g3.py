@@ -12,7 +12,8 @@ import pytest
 from scipy import stats
 
 from gates.decisions import KNOWN_METRICS, EvidenceError, decide_g3
-from gates.specs.validation import CHANGE_KINDS, validate_spec
+from gates.specs.schema import CHANGE_KINDS
+from gates.specs.validation import validate_spec
 
 ARM_SERVER = {
     "baseline": {"prefix_caching": True, "offload_enabled": False},

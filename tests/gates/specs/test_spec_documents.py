@@ -9,13 +9,8 @@ import typing
 import pytest
 
 from documents import spec as documents
-from gates.specs.schema import SCHEMAS
-from gates.specs.validation import (
-    GATE_KINDS,
-    InvalidSpecError,
-    default_spec,
-    parse_spec,
-)
+from gates.specs.schema import GATE_KINDS, SCHEMAS
+from gates.specs.validation import InvalidSpecError, default_spec, parse_spec
 
 TYPED = {
     "G1": documents.G1Spec,

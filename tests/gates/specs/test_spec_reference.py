@@ -19,8 +19,8 @@ from gates.specs.reference import (
     property_paths,
     render_reference,
 )
-from gates.specs.schema import SCHEMAS
-from gates.specs.validation import GATE_KINDS, default_spec, validate_spec
+from gates.specs.schema import GATE_KINDS, SCHEMAS
+from gates.specs.validation import default_spec, validate_spec
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "specs.md"
 

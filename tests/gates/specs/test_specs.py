@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gates.decisions import decide_gate
-from gates.specs.validation import GATE_KINDS, FieldError, default_spec, spec_digest, validate_spec
+from gates.specs.schema import GATE_KINDS
+from gates.specs.validation import FieldError, default_spec, spec_digest, validate_spec
 
 
 @pytest.mark.parametrize("kind", GATE_KINDS)

@@ -126,7 +126,7 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
             return
         plan = tick.plan
         with tasks._transport(plan) as transport:
-            found = [soak_host_io.tick(transport, tick.host_state(), tmp_path) for _ in range(2)]
+            found = [soak_host_io.tick(transport, tick.host, tmp_path) for _ in range(2)]
         assert services.soak_tick_claim(run.pk) is None  # a second tick finds it claimed
         before = SoakSample.objects.filter(run=run).count()
         for outcome in found:
