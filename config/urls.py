@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from gates.pages.views import healthz
+from gates.healthz import healthz
 
 urlpatterns = [
     path("", include("gates.pages.urls")),

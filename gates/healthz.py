@@ -1,4 +1,4 @@
-"""What /healthz reports: whether this service can do its job, one machine-readable check per
+"""/healthz and what it reports: whether this service can do its job, one machine-readable check per
 dependency (database, broker, cache, the worker canary). Reads only; never raises.
 
 Required checks (database, broker) failing make the answer a 503, so a load balancer stops
@@ -12,9 +12,12 @@ from dataclasses import asdict, dataclass, field
 
 from django.core.cache import caches
 from django.db import connection
+from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
+from django.views.decorators.http import require_GET
 
 from config.celery import app
+from gates import services
 from gates.models import ServiceHeartbeat
 
 CANARY_STALE_S = 180
@@ -87,3 +90,15 @@ def _worker() -> Check:
         error=None if ok else "no canary from a worker in the last 180 s",
         details={"canary_age_s": age},
     )
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """For load balancers and compose: 503 when a required dependency fails (service_health below);
+    the worker and beat heartbeats, and which are stale, beside the checks."""
+    report = service_health()
+    if report["checks"]["database"]["ok"]:  # the heartbeats are rows: unreadable without it
+        report.update(services.heartbeat_report())
+        if report["stale"] and report["status"] == "ok":
+            report["status"] = "degraded"
+    return JsonResponse(report, status=503 if report["status"] == "unavailable" else 200)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from gates.pages import alerts, audit, runs, tokens, views
+from gates.pages import actions, alerts, audit, detail, runs, tokens
 from gates.pages.hosts import inventory
 from gates.pages.hosts import page as hosts
 from gates.pages.planner import page as planner
@@ -12,22 +12,22 @@ from gates.pages.soak import view as soakview
 app_name = "gates"
 
 urlpatterns = [
-    path("", views.engagement_list, name="engagement-list"),
-    path("engagements/<int:pk>/", views.engagement_detail, name="engagement-detail"),
-    path("gates/<int:pk>/", views.gate_detail, name="gate-detail"),
+    path("", detail.engagement_list, name="engagement-list"),
+    path("engagements/<int:pk>/", detail.engagement_detail, name="engagement-detail"),
+    path("gates/<int:pk>/", detail.gate_detail, name="gate-detail"),
     path("gates/<int:pk>/report/", report.gate_report, name="gate-report"),
     path("gates/<int:pk>/report.pdf", report.gate_report_pdf, name="gate-report-pdf"),
-    path("gates/<int:pk>/runs/start/", views.run_start, name="run-start"),
-    path("gates/<int:pk>/review/", views.gate_review, name="gate-review"),
-    path("gates/<int:pk>/spec/sign/", views.spec_sign, name="spec-sign"),
-    path("gates/<int:pk>/spec/reset/", views.gate_reset, name="gate-reset"),
-    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("gates/<int:pk>/runs/start/", actions.run_start, name="run-start"),
+    path("gates/<int:pk>/review/", actions.gate_review, name="gate-review"),
+    path("gates/<int:pk>/spec/sign/", actions.spec_sign, name="spec-sign"),
+    path("gates/<int:pk>/spec/reset/", actions.gate_reset, name="gate-reset"),
+    path("runs/<int:pk>/", detail.run_detail, name="run-detail"),
     path("runs/<int:pk>/inventory/amend/", inventory.inventory_amend, name="inventory-amend"),
     path("engagements/<int:pk>/inventory/sign/", inventory.inventory_sign, name="inventory-sign"),
-    path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/cancel/", actions.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/log/", runs.run_log_download, name="run-log"),
     path("runs/<int:pk>/files/", runs.run_file_download, name="run-file"),
-    path("runs/<int:pk>/soak/", views.soak_control, name="soak-control"),
+    path("runs/<int:pk>/soak/", actions.soak_control, name="soak-control"),
     path("runs/<int:pk>/soak/series/", soakview.soak_series, name="soak-series"),
     path("planner/", planner.planner_page, name="planner"),
     path("planner/engagements/<int:pk>/save/", planner.planner_save, name="planner-save"),
