@@ -15,8 +15,10 @@ WORKDIR /app
 COPY pyproject.toml ./
 COPY config ./config
 COPY gates ./gates
+COPY documents ./documents
 COPY runners ./runners
 COPY simhost ./simhost
+COPY worker ./worker
 RUN pip install .
 COPY manage.py ./
 COPY templates ./templates

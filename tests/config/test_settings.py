@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +182,14 @@ class TestCompose:
         dockerfile = (ROOT / "Dockerfile").read_text()
         assert "USER tollgate" in dockerfile
         assert "collectstatic" in dockerfile
+
+    def test_the_image_holds_every_package_the_project_installs(self):
+        """`pip install .` in the image finds only what was copied before it: a package left
+        out (a new sub-domain package at the top) is an image whose worker cannot start."""
+        dockerfile = (ROOT / "Dockerfile").read_text()
+        before_install = dockerfile.split("RUN pip install .", 1)[0]
+        include = re.search(r"include = \[(.*?)\]", (ROOT / "pyproject.toml").read_text())
+        packages = re.findall(r'"(\w+)\*"', include.group(1))
+        assert packages and "worker" in packages
+        for package in packages:
+            assert f"COPY {package} ./{package}" in before_install, package
