@@ -41,7 +41,10 @@ def test_healthcheck_fails_with_beat_stopped_and_passes_when_it_runs_again(
     }
     purge_broker()
     beat = CeleryProcess("beat", tmp_path, "beat").start()
-    worker = CeleryProcess("worker", tmp_path, "worker").start()
+    # The worker gets the same SMTP server: the alert is enqueued before the command sends
+    # it, so a worker that takes the delivery first must reach the same inbox (with the test
+    # settings' in-memory backend it would mark the alert delivered and send nothing).
+    worker = CeleryProcess("worker", tmp_path, "worker", env=mail).start()
     try:
         # Until both have written a first heartbeat the check fails: report only, no alert.
         wait_for(
