@@ -62,6 +62,8 @@ MIDDLEWARE = [
     # Inside SessionMiddleware, so the session it marks modified is saved on the way out.
     "gates.idle_session.IdleSessionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Text PostgreSQL cannot store (U+0000) is a 400 naming the field before a page's view.
+    "gates.inputs.StorableInputMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it answers a locked-out login with its 429.
     "axes.middleware.AxesMiddleware",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import BadRequest, PermissionDenied, RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.defaults import bad_request as django_bad_request
@@ -69,10 +69,19 @@ def not_found(request, exception=None):
 
 def bad_request(request, exception=None):
     """Django's 400 handler. A body past DATA_UPLOAD_MAX_MEMORY_SIZE (a page's form, or a form
-    field the API did not read itself) is a 413 that says the limit, JSON under /api/; any
-    other 400 is Django's page."""
-    if not isinstance(exception, RequestDataTooBig):
+    field the API did not read itself) is a 413 that says the limit; a BadRequest (a page
+    input its field does not take: gates.inputs) a 400 that says what; JSON under
+    /api/. Any other 400 is Django's page."""
+    if isinstance(exception, RequestDataTooBig):
+        return _too_large(request)
+    if not isinstance(exception, BadRequest):
         return django_bad_request(request, exception)
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "invalid", "detail": str(exception)}, status=400)
+    return render(request, "400.html", {"detail": str(exception)}, status=400)
+
+
+def _too_large(request):
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     if request.path.startswith("/api/"):
         detail = f"a form body is at most {limit} bytes"
