@@ -255,3 +255,16 @@ def test_an_upload_form_field_past_the_form_limit_is_a_json_413(vendor_api, enga
         format="multipart",
     )
     assert response.status_code == 413 and response.json()["error"] == "too_large"
+
+
+def test_a_spec_whose_model_path_could_never_start_a_run_is_refused_naming_it(
+    vendor_api, engagement
+):
+    gate = engagement.gates.get(kind="G3")
+    document = {**specs.default_spec("G3"), "server": {"model_path": "/models/../../etc"}}
+    response = vendor_api.put(
+        reverse("api:gate-spec", args=[gate.pk]), {"document": document}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["field"].endswith("server.model_path")
+    assert GateSpec.objects.filter(gate=gate).count() == 1
