@@ -62,6 +62,8 @@ MIDDLEWARE = [
     # Inside SessionMiddleware, so the session it marks modified is saved on the way out.
     "gates.idle_session.IdleSessionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Text PostgreSQL cannot store (U+0000) is a 400 naming the field before a page's view.
+    "gates.inputs.StorableInputMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it answers a locked-out login with its 429.
     "axes.middleware.AxesMiddleware",
@@ -364,6 +366,9 @@ REST_FRAMEWORK = {
 }
 # A JSON body larger than this is a 413 (a G2 spec of 500 prompts of 20,000 characters fits).
 TOLLGATE_MAX_JSON_BODY_BYTES = envint("TOLLGATE_MAX_JSON_BODY_BYTES", 32 * 1024 * 1024)
+# A page's form body (and a multipart field that is not a file) past this is a 413 page that
+# says so (gates.api.rest.errors.bad_request); the API's JSON is read up to the limit above.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2621440  # Django's default, 2.5 MiB, stated
 # Failed bearer-token authentications one client address may make per window; then 429s.
 TOLLGATE_TOKEN_FAILURES_ALLOWED = envint("TOLLGATE_TOKEN_FAILURES_ALLOWED", 20)
 TOLLGATE_TOKEN_FAILURE_WINDOW_S = envint("TOLLGATE_TOKEN_FAILURE_WINDOW_S", 300)

@@ -44,3 +44,5 @@ urlpatterns = [
 
 # A URL no route matches is still a JSON error under /api/.
 handler404 = "gates.api.rest.errors.not_found"
+# A body past the form limit is a 413 that says so (JSON under /api/), not a bare 400.
+handler400 = "gates.api.rest.errors.bad_request"

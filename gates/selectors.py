@@ -4,9 +4,9 @@ Reads models only; writes nothing (writers are in gates.services).
 
 from __future__ import annotations
 
-from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
+from gates.cache import cache_get_or_compute
 from gates.decisions.statistics.operating import operating_characteristic
 from gates.decisions.units import clause_comparison, clause_unit
 from gates.models import Decision, Engagement, Gate, GateSpec, Run, SpecSignature, Verdict
@@ -171,14 +171,14 @@ def gate_operating_characteristic(gate: Gate) -> dict | None:
 
 def spec_operating_characteristic(spec: GateSpec, gate: Gate) -> dict:
     """What a G3 spec can decide at the engagement's G2 A/A noise (or the spec's stated CV),
-    with host hours from the gate's last completed run. Cached per spec digest and inputs."""
+    with host hours from the gate's last completed run. Cached per spec digest and inputs;
+    computed here when the cache is down, so a decision never waits on Redis."""
     noise = engagement_noise_floor(gate.engagement)
     sd = noise["sd_log_ratio"] if noise else None
     hours = gate_hours_per_repetition(gate)
-    key = f"tollgate:oc:{spec.digest}:{sd}:{hours}"
-    found = cache.get(key)
-    if found is None:
-        source = f"the G2 A/A noise of {noise['metric']}" if noise else None
+    source = f"the G2 A/A noise of {noise['metric']}" if noise else None
+
+    def compute() -> dict:
         found = operating_characteristic(
             spec.document,
             sd_log_ratio=sd,
@@ -186,8 +186,11 @@ def spec_operating_characteristic(spec: GateSpec, gate: Gate) -> dict:
             hours_per_repetition=hours,
             gates=OC_GATES,
         )
-        cache.set(key, found, OC_CACHE_S)
-    return found
+        return dict(found)  # the plain JSON shape pages, API and evidence read
+
+    return cache_get_or_compute(
+        f"tollgate:oc:{spec.digest}:{sd}:{hours}", compute, timeout=OC_CACHE_S
+    )
 
 
 def gate_hours_per_repetition(gate: Gate) -> float | None:

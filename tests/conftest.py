@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from gates import services
+from gates import cache, services
 from gates.models import Host, Membership, Organization, Profile
 from gates.tenancy import viewer_for_user
 
@@ -34,6 +34,14 @@ def _assert_readouts_current() -> None:
 
     for gate in gates_with_latest(Gate.objects.exclude(readout=None)):
         assert gate.readout == readout_of(gate), f"gate {gate.pk}'s stored readout is stale"
+
+
+@pytest.fixture(autouse=True)
+def cache_outage_forgotten(monkeypatch):
+    """A test that broke the cache leaves no outage behind (gates.cache skips the cache for
+    seconds after a failure and warns once per outage)."""
+    monkeypatch.setattr(cache._Outage, "down_until", 0.0)
+    monkeypatch.setattr(cache._Outage, "warned", False)
 
 
 # An OpenSSH public key line (any valid blob will do; it is only pinned, not used here).

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from gates import services
 from gates.errors import ServiceError
+from gates.inputs import PageInputError, id_input
 from gates.models import Gate, Host, Run
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
@@ -121,8 +122,8 @@ def spec_sign(request: HttpRequest, pk: int) -> HttpResponse:
     """Sign the version and digest the page showed (a newer version makes this refuse)."""
     viewer = viewer_for_request(request)
     gate = get_visible_or_404(Gate, viewer, pk=pk)
-    spec = gate.specs.filter(version=_int(request.POST.get("version"))).first()
     try:
+        spec = gate.specs.filter(version=id_input(request.POST, "version")).first()
         if spec is None:
             raise ServiceError("that spec version does not exist", field="version")
         services.gate_spec_sign(
@@ -133,7 +134,7 @@ def spec_sign(request: HttpRequest, pk: int) -> HttpResponse:
             ssh_signature=request.POST.get("ssh_signature", ""),
         )
         messages.info(request, f"Signed spec v{spec.version}.")
-    except ServiceError as error:
+    except (ServiceError, PageInputError) as error:
         messages.error(request, error.detail)
     return redirect("gates:gate-detail", pk=gate.pk)
 
@@ -156,7 +157,3 @@ def gate_reset(request: HttpRequest, pk: int) -> HttpResponse:
     except ServiceError as error:
         messages.error(request, error.detail)
     return redirect("gates:gate-detail", pk=gate.pk)
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None

@@ -18,6 +18,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from gates.inputs import whole_number
 from gates.models import AuditEvent, Engagement, Gate, GateSpec, Run
 from gates.tenancy import Viewer, viewer_for_request, visible, visible_audit_events
 
@@ -137,7 +138,8 @@ def audit_row(event: AuditEvent, links: dict[str, str]) -> AuditRow:
     if event.actor_label and event.actor_label != "web":
         actor = f"{actor} ({event.actor_label})" if actor else event.actor_label
     page = links.get(event.target_type)
-    link = reverse(page, args=[event.target_id]) if page and event.target_id.isdigit() else None
+    target_id = whole_number(event.target_id)
+    link = reverse(page, args=[target_id]) if page and target_id is not None else None
     target = f"{event.target_type} #{event.target_id}" if event.target_type else ""
     detail = json.dumps(event.detail, sort_keys=True) if event.detail else ""
     return AuditRow(event=event, actor=actor or "unknown", target=target, link=link, detail=detail)

@@ -13,6 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from gates.inputs import id_input
 from gates.logtail import LogWindow, log_tail
 from gates.models import Artifact, Run
 from gates.tenancy import get_visible_or_404, viewer_for_request
@@ -62,8 +63,8 @@ def run_log_download(request: HttpRequest, pk: int) -> HttpResponse:
 def run_file_download(request: HttpRequest, pk: int) -> HttpResponse:
     """One raw file of the run (`?id=`), byte for byte, its SHA-256 in `Content-Digest`."""
     run = get_visible_or_404(Run, viewer_for_request(request), pk=pk)
-    wanted = request.GET.get("id", "")
-    artifact = run.artifacts.filter(pk=int(wanted)).first() if wanted.isdigit() else None
+    wanted = id_input(request.GET, "id")
+    artifact = run.artifacts.filter(pk=wanted).first() if wanted is not None else None
     if artifact is None:
         raise Http404("no such file in this run")
     response = HttpResponse(bytes(artifact.content), content_type="application/octet-stream")

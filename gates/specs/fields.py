@@ -196,13 +196,20 @@ _METRIC_NAMES = ", ".join(f"`{name}`" for name in sorted(METRICS))
 _REPETITIONS = spec_statistics.MIN_REPETITIONS
 
 # The semantic rules of gates/specs/validation.py and statistics.py, by kind and field.
+# What a run start accepts for the weights (runners.commands.model_source), checked at save.
+_MODEL_PATH_RULE = (
+    "server.model_path",
+    "an absolute path of plain names (letters, digits, `._@+,=-`; no `.` or `..` parts) or a hub "
+    "model id (`org/name`); shell text is refused: a run could never start with it",
+)
 RULES: dict[str, list[tuple[str, str]]] = {
     "G1": [
         ("expect.gpu_model_pattern", "must be a valid (Python) regular expression"),
         ("expect.kernel_pattern", "must be a valid (Python) regular expression"),
     ],
-    "G2": [("noise_floor.metric", f"one of the known metrics: {_METRIC_NAMES}")],
+    "G2": [_MODEL_PATH_RULE, ("noise_floor.metric", f"one of the known metrics: {_METRIC_NAMES}")],
     "G3": [
+        _MODEL_PATH_RULE,
         ("repetitions.min", f"at least {_REPETITIONS}, even, and not above `repetitions.max`"),
         ("repetitions.max", "even (looks fall on whole A B C / C B A pairs of repetitions)"),
         ("clauses[].metric", f"one of the known metrics: {_METRIC_NAMES}"),
@@ -222,7 +229,7 @@ RULES: dict[str, list[tuple[str, str]]] = {
         ("clauses[].claimed", "only for `ratio`"),
         ("clauses[].tiers", "a list names only tiers in the spec's `tiers`"),
     ],
-    "G4": [("window_min", "not longer than the soak (`duration_h` x 60)")],
+    "G4": [_MODEL_PATH_RULE, ("window_min", "not longer than the soak (`duration_h` x 60)")],
 }
 
 KIND_TITLES = {

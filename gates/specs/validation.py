@@ -37,6 +37,7 @@ from gates.specs.schema import (
     TEMPLATES_DIR,
 )
 from runners import jsonlimits
+from runners.commands import PLACEHOLDERS, KindError
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,25 @@ def with_version(document: Mapping[str, Any], version: int) -> dict[str, Any]:
 
 def _semantic_errors(spec: Spec) -> list[FieldError]:
     """The rules a JSON schema cannot say, run once the document has the schema's shape."""
+    server = spec.get("server") if spec["gate"] != "G1" else None  # G1 starts no server
+    return _server_errors(cast(Mapping[str, Any], server or {})) + _kind_errors(spec)
+
+
+def _server_errors(server: Mapping[str, Any]) -> list[FieldError]:
+    """Server values a run start would refuse (a model_path with '..' or shell text), checked
+    by the same kinds the command templates use, so such a spec is never signed."""
+    errors = []
+    for name, value in server.items():
+        kind = PLACEHOLDERS.get(name)
+        try:
+            if kind is not None:
+                kind.check(value)
+        except KindError as problem:
+            errors.append(FieldError(f"server.{name}", str(problem)))
+    return errors
+
+
+def _kind_errors(spec: Spec) -> list[FieldError]:
     if spec["gate"] == "G1":
         return _g1_errors(spec["expect"])
     if spec["gate"] == "G2":

@@ -1,6 +1,7 @@
-"""A Redis outage (issue 12 item 2), against a redis-server this module starts on a free port
-and stops itself: the API keeps answering (limits fall back per process), a run start is kept
-in the outbox and poked once the broker is back, and /healthz says which dependency is down."""
+"""A Redis outage (issue 12 item 2, issue 27), against a redis-server this module starts on a
+free port and stops itself: the API keeps answering (limits fall back per process), a run start
+is kept in the outbox and poked once the broker is back, /healthz says which dependency is down,
+and a G3 is decided, its page and statistics shown, with the cache gone (gates.cache)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,18 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from config.celery import app
+from gates import cache as shared_cache
 from gates.api.rest import throttling
 from gates.models import Run
+from gates.services.runs import evaluation
 from tests.conftest import make_host
+from tests.gates.pages.test_dashboards import (
+    open_g3,
+    record_g3_decision,
+    record_measurements,
+    synthetic_measurements,
+    uploaded_run,
+)
 from tests.gates.test_tenancy import token_client
 from tests.sshd import wait_for
 from worker import tasks
@@ -52,9 +62,9 @@ class RedisServer:
             self.process = None
         assert not self.answers()
 
-    def client(self) -> redis.Redis:
+    def client(self, db: int = 0) -> redis.Redis:
         # No retries: redis-py's default backs off for seconds before saying "down".
-        return redis.Redis(port=self.port, socket_timeout=0.5, retry=Retry(NoBackoff(), 0))
+        return redis.Redis(port=self.port, db=db, socket_timeout=0.5, retry=Retry(NoBackoff(), 0))
 
     def answers(self) -> bool:
         try:
@@ -155,3 +165,49 @@ def test_a_run_start_answers_202_while_the_broker_is_down_and_is_poked_once_it_i
     tasks.redispatch_runs()  # ...and the beat's sweep sends it now
     assert own_redis.queued_tasks() == [("runners.advance_run", [run.pk])]
     assert took < 10, f"the start waited {took:.1f} s on the broker"
+
+
+@pytest.mark.django_db
+def test_a_g3_is_decided_with_its_operating_characteristic_while_the_cache_is_down(
+    own_redis, actor, vendor_viewer, engagement
+):
+    gate = open_g3(actor, vendor_viewer, engagement)
+    run = uploaded_run(actor, vendor_viewer, gate)
+    record_measurements(run, synthetic_measurements(8))
+    own_redis.stop()
+    found = evaluation.run_evaluate(run)
+    assert found.decided and found.verdict in {"pass", "fail", "inconclusive"}
+    decision = run.gate.decisions.get()
+    assert decision.result["operating_characteristic"]["available"]
+
+
+@pytest.mark.django_db
+def test_the_g3_page_and_statistics_answer_200_while_the_cache_is_down_then_cache_again(
+    own_redis,
+    client,
+    actor,
+    vendor_viewer,
+    engagement,
+    customer_viewer,
+    customer_owner,
+    customer_org,
+    caplog,
+):
+    decision = record_g3_decision(actor, vendor_viewer, engagement)
+    client.force_login(customer_viewer)
+    api = token_client(customer_owner, customer_org)
+    page = reverse("gates:gate-detail", args=[decision.gate_id])
+    statistics = reverse("api:gate-statistics", args=[decision.gate_id])
+    own_redis.stop()
+    with caplog.at_level(logging.WARNING, logger="gates.cache"):
+        response = client.get(page)
+        assert response.status_code == 200
+        assert "What this spec can decide" in response.content.decode()
+        response = api.get(statistics)
+        assert response.status_code == 200
+        assert response.json()["operating_characteristic"]["available"]
+    assert len([r for r in caplog.records if r.name == "gates.cache"]) == 1
+    own_redis.start()
+    shared_cache._Outage.down_until = 0.0  # the retry interval, passed
+    assert api.get(statistics).status_code == 200
+    assert any(key.startswith(b":1:tollgate:oc:") for key in own_redis.client(db=1).scan_iter())

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import BadRequest, PermissionDenied, RequestDataTooBig
 from django.http import Http404, JsonResponse
+from django.shortcuts import render
+from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -19,6 +22,8 @@ def exception_handler(exc, context):
         return _error("not_found", "not found", status.HTTP_404_NOT_FOUND)
     if isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+    if isinstance(exc, RequestDataTooBig):  # a multipart form field past Django's limit
+        return _error("too_large", str(exc), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -60,3 +65,26 @@ def not_found(request, exception=None):
     if request.path.startswith("/api/"):
         return JsonResponse({"error": "not_found", "detail": "not found"}, status=404)
     return page_not_found(request, exception)
+
+
+def bad_request(request, exception=None):
+    """Django's 400 handler. A body past DATA_UPLOAD_MAX_MEMORY_SIZE (a page's form, or a form
+    field the API did not read itself) is a 413 that says the limit; a BadRequest (a page
+    input its field does not take: gates.inputs) a 400 that says what; JSON under
+    /api/. Any other 400 is Django's page."""
+    if isinstance(exception, RequestDataTooBig):
+        return _too_large(request)
+    if not isinstance(exception, BadRequest):
+        return django_bad_request(request, exception)
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "invalid", "detail": str(exception)}, status=400)
+    return render(request, "400.html", {"detail": str(exception)}, status=400)
+
+
+def _too_large(request):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if request.path.startswith("/api/"):
+        detail = f"a form body is at most {limit} bytes"
+        return JsonResponse({"error": "too_large", "detail": detail}, status=413)
+    context = {"limit_mib": limit / 2**20, "api_mib": settings.TOLLGATE_MAX_JSON_BODY_BYTES / 2**20}
+    return render(request, "413.html", context, status=413)

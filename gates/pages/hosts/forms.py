@@ -3,9 +3,13 @@ belongs to the runs, the key is pinned from a scan, a private key is write-only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.forms.fields import InvalidJSONInput
 
 from gates.models import Host, Organization, Profile
+from runners import jsonlimits
 
 PORT_ERRORS = {
     "min_value": "a TCP port from 1 to 65535",
@@ -67,11 +71,31 @@ class RegisterForm(CredentialFields):
     )
 
 
+class StorableJSONField(forms.JSONField):
+    """JSON read within runners.jsonlimits: escapes spelling U+0000 or a lone surrogate (which
+    PostgreSQL cannot store) are a form error naming where, and the text is shown back as
+    typed (re-serialized, a lone surrogate could not even be encoded into the page)."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip() and not self.disabled:
+            try:
+                jsonlimits.check_storable(super().to_python(value))
+            except jsonlimits.JsonLimitError as error:
+                raise forms.ValidationError(str(error), code="unstorable") from error
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        found = super().bound_data(data, initial)
+        if jsonlimits.storable_problems(found):
+            return InvalidJSONInput(data)
+        return found
+
+
 class HostEditForm(CredentialFields):
     name = forms.SlugField(max_length=80)
     address = forms.CharField(max_length=255)
     port = port_field()
-    parameters = forms.JSONField(
+    parameters = StorableJSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
         help_text='Template values for this host, e.g. {"run_root": "/srv/tollgate"}.',

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from gates import services
 from gates.api.inventory import inventory_view
 from gates.errors import ServiceError
+from gates.inputs import PageInputError, id_input
 from gates.models import Decision, Engagement, Run, Verdict
 from gates.tenancy import Viewer, get_visible_or_404, viewer_for_request
 
@@ -61,11 +62,9 @@ def inventory_sign(request: HttpRequest, pk: int) -> HttpResponse:
     """Sign the amendment and digest the engagement page showed."""
     viewer = viewer_for_request(request)
     engagement = get_visible_or_404(Engagement, viewer, pk=pk)
-    amendment_id = request.POST.get("amendment", "")
-    amendment = engagement.inventory_amendments.filter(
-        pk=int(amendment_id) if amendment_id.isdigit() else None
-    ).first()
     try:
+        amendment_id = id_input(request.POST, "amendment")
+        amendment = engagement.inventory_amendments.filter(pk=amendment_id).first()
         if amendment is None:
             raise ServiceError("no such inventory amendment", field="amendment")
         signed = services.inventory_amendment_sign(
@@ -77,6 +76,6 @@ def inventory_sign(request: HttpRequest, pk: int) -> HttpResponse:
         )
         done = "in force" if signed.in_force else "waiting for the other party"
         messages.info(request, f"Inventory amendment signed: {done}.")
-    except ServiceError as error:
+    except (ServiceError, PageInputError) as error:
         messages.error(request, error.detail)
     return redirect("gates:engagement-detail", pk=engagement.pk)

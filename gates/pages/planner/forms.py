@@ -23,6 +23,7 @@ from gates.planner import (
     preset_display_names,
     request_from_dict,
 )
+from runners import jsonlimits
 
 # Real config.json files are a few kB; anything this big is not one.
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -140,8 +141,8 @@ class PlannerForm(forms.Form):
             )
             return None
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as error:
+            return jsonlimits.load(text)
+        except ValueError as error:  # invalid JSON, or past runners.jsonlimits' limits
             self.add_error(field, f"{name} is not valid JSON: {error}")
             return None
 

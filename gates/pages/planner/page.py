@@ -8,13 +8,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from gates import services
 from gates.errors import ServiceError
+from gates.inputs import id_input
 from gates.models import Engagement
 from gates.pages.planner.forms import DEFAULTS, PlannerForm, form_data_from_inputs
 from gates.planner import GIB, PlanResult
@@ -66,12 +67,8 @@ def planner_save(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _engagement_in_query(request: HttpRequest, viewer: Viewer) -> Engagement | None:
-    raw = request.GET.get("engagement")
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise Http404("not found")
-    return get_visible_or_404(Engagement, viewer, pk=int(raw))
+    pk = id_input(request.GET, "engagement")
+    return get_visible_or_404(Engagement, viewer, pk=pk) if pk is not None else None
 
 
 def _initial_form(engagement: Engagement | None) -> PlannerForm:

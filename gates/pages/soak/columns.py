@@ -10,17 +10,14 @@ only its newest windows. Without a cache (Redis down) the table is read whole; s
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import FloatField, Func, QuerySet
 
+from gates.cache import cache_get, cache_set
 from gates.models import Run, SoakSample
 from gates.models.soak import SOAK_SAMPLE_NUMBERS
 
-logger = logging.getLogger(__name__)
 NUMBERS = SOAK_SAMPLE_NUMBERS
 COLUMNS = ("seq", "epoch", "crashed", *NUMBERS)
 # How the packed read names each column in SQL (a boolean has no float8 cast of its own).
@@ -46,12 +43,12 @@ def stored_columns(run: Run, last_seq: int) -> np.ndarray:
     """Rows for seq <= last_seq (what the collector recorded as stored), in seq order. Keyed
     by the run's UUID: a database rebuilt from scratch reuses ids, never keys."""
     key = f"tollgate:soak-columns:v1:{run.key}"
-    cached = _cache_get(key)
+    cached = cache_get(key)
     since, table = cached if cached and cached[0] <= last_seq else (-1, _empty())
     if since < last_seq:
         fresh = _read(SoakSample.objects.filter(run_id=run.pk, seq__gt=since, seq__lte=last_seq))
         table = np.vstack([table, fresh]) if len(table) else fresh
-        _cache_set(key, (last_seq, table))
+        cache_set(key, (last_seq, table), timeout=CACHE_S)
     return table
 
 
@@ -95,18 +92,3 @@ def _read_packed(query: QuerySet) -> np.ndarray:
 
 def _empty() -> np.ndarray:
     return np.empty((0, len(COLUMNS)), dtype=float)
-
-
-def _cache_get(key: str):
-    try:
-        return cache.get(key)
-    except Exception:  # a cache outage must not break the page: read the database instead
-        logger.warning("soak columns: cache unavailable", exc_info=True)
-        return None
-
-
-def _cache_set(key: str, value) -> None:
-    try:
-        cache.set(key, value, CACHE_S)
-    except Exception:
-        logger.warning("soak columns: cache unavailable", exc_info=True)

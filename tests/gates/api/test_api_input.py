@@ -203,3 +203,68 @@ def test_a_json_body_over_the_size_cap_is_a_413_before_it_is_parsed(
     )
     assert response.status_code == 413 and response.json()["error"] == "too_large"
     assert GateSpec.objects.filter(gate=gate).count() == 1
+
+
+def big_g2_spec() -> dict:
+    """A G2 spec the schema allows at its largest: 500 prompts of 19,000 characters (9.5 MB)."""
+    document = specs.default_spec("G2")
+    document["equivalence"]["prompts"] = [f"prompt {n} " + "y" * 19_000 for n in range(500)]
+    return document
+
+
+def test_a_valid_spec_of_9_mb_is_saved_through_the_api(vendor_api, engagement):
+    gate = engagement.gates.get(kind="G2")
+    body = json.dumps({"document": big_g2_spec()})
+    assert len(body) > 3 * 2.5 * 2**20  # far past the form limit (DATA_UPLOAD_MAX_MEMORY_SIZE)
+    response = vendor_api.put(
+        reverse("api:gate-spec", args=[gate.pk]), body, content_type="application/json"
+    )
+    assert response.status_code == 201, response.content[:300]
+    assert len(GateSpec.objects.get(gate=gate, version=2).document["equivalence"]["prompts"]) == 500
+
+
+def test_a_body_past_the_documented_32_mib_is_a_json_413(vendor_api, engagement):
+    gate = engagement.gates.get(kind="G2")
+    document = {**big_g2_spec(), "padding": "x" * (32 * 2**20)}
+    response = vendor_api.put(
+        reverse("api:gate-spec", args=[gate.pk]),
+        json.dumps({"document": document}),
+        content_type="application/json",
+    )
+    assert response.status_code == 413
+    assert response.json()["error"] == "too_large" and "33554432 bytes" in response.json()["detail"]
+    assert GateSpec.objects.filter(gate=gate).count() == 1
+
+
+def test_a_page_form_past_its_limit_is_a_413_page_that_says_the_limit(
+    client, vendor_admin, engagement
+):
+    gate = engagement.gates.get(kind="G1")
+    client.force_login(vendor_admin)
+    response = client.post(reverse("gates:spec-sign", args=[gate.pk]), {"note": "x" * 3 * 2**20})
+    assert response.status_code == 413
+    assert "A form on these pages accepts at most 2.5 MiB" in response.content.decode()
+
+
+def test_an_upload_form_field_past_the_form_limit_is_a_json_413(vendor_api, engagement):
+    gate = engagement.gates.get(kind="G1")
+    run = vendor_api.post(reverse("api:gate-runs", args=[gate.pk]), {"upload": True}, format="json")
+    response = vendor_api.post(
+        reverse("api:run-results", args=[run.json()["id"]]),
+        {"kind": "x" * 3 * 2**20, "file": SimpleUploadedFile("a.json", b"{}")},
+        format="multipart",
+    )
+    assert response.status_code == 413 and response.json()["error"] == "too_large"
+
+
+def test_a_spec_whose_model_path_could_never_start_a_run_is_refused_naming_it(
+    vendor_api, engagement
+):
+    gate = engagement.gates.get(kind="G3")
+    document = {**specs.default_spec("G3"), "server": {"model_path": "/models/../../etc"}}
+    response = vendor_api.put(
+        reverse("api:gate-spec", args=[gate.pk]), {"document": document}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["field"].endswith("server.model_path")
+    assert GateSpec.objects.filter(gate=gate).count() == 1

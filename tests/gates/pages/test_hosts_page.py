@@ -226,6 +226,9 @@ def test_editing_saves_and_is_audited(engineer, host, vendor_engineer):
         ({"username": "Root User"}, "username: a POSIX user name is required"),
         ({"parameters": "[1, 2]"}, "parameters: a JSON object"),
         ({"parameters": '{"run_root": "/tmp/../etc"}'}, "parameters: "),
+        # JSON escapes that spell what PostgreSQL cannot store (a 500 before issue 27).
+        ({"parameters": '{"run_root": "/srv\\u0000x"}'}, "parameters: run_root: the string holds"),
+        ({"parameters": '{"note": "\\ud800"}'}, "note: the string holds a lone surrogate U+D800"),
         ({"key_file_path": "relative/key"}, "private_key: a private key or an absolute"),
         ({"private_key": PRIVATE_KEY}, "private_key: give a private key or a key file path"),
     ],

@@ -169,7 +169,7 @@ def test_an_engagement_model_name_preselects_its_preset(client, customer_viewer,
 def test_another_organizations_engagement_is_a_404(client, other_owner, engagement):
     client.force_login(other_owner)
     assert client.get(planner_url(engagement)).status_code == 404
-    assert client.get(reverse("gates:planner") + "?engagement=x").status_code == 404
+    assert client.get(reverse("gates:planner") + "?engagement=x").status_code == 400
     assert client.post(save_url(engagement), FORM).status_code == 404
 
 

@@ -199,7 +199,7 @@ def test_a_file_of_another_run_is_a_404_through_this_run(client, customer_viewer
     client.force_login(customer_viewer)
     url = reverse("gates:run-file", args=[other.pk]) + f"?id={artifact.pk}"
     assert client.get(url).status_code == 404
-    assert client.get(reverse("gates:run-file", args=[run.pk]) + "?id=x").status_code == 404
+    assert client.get(reverse("gates:run-file", args=[run.pk]) + "?id=x").status_code == 400
 
 
 def test_the_gate_page_polls_only_its_runs_still_going(client, vendor_admin, engagement, host):

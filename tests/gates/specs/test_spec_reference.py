@@ -95,7 +95,15 @@ def _clause(i: int, **changes: object) -> Callable[[dict], None]:
 
 
 # One way to break each rule the page lists; the validator must name that rule's field.
+def _model_path(path: str) -> Callable[[dict], None]:
+    return lambda spec: spec.update(server={**spec.get("server", {}), "model_path": path})
+
+
+_MODEL_PATH_BREAKS = [_model_path("/models/../etc"), _model_path("x; reboot")]
 BREAKS: dict[tuple[str, str], list[Callable[[dict], None]]] = {
+    ("G2", "server.model_path"): _MODEL_PATH_BREAKS,
+    ("G3", "server.model_path"): _MODEL_PATH_BREAKS,
+    ("G4", "server.model_path"): _MODEL_PATH_BREAKS,
     ("G1", "expect.gpu_model_pattern"): [lambda s: s["expect"].update(gpu_model_pattern="(")],
     ("G1", "expect.kernel_pattern"): [lambda s: s["expect"].update(kernel_pattern="[")],
     ("G2", "noise_floor.metric"): [lambda s: s["noise_floor"].update(metric="ttft_p42")],

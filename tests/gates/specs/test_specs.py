@@ -277,3 +277,31 @@ def test_mutating_one_field_of_a_valid_spec_never_crashes(data):
     document[key] = data.draw(json_values)
     errors = validate_spec(kind, document)
     assert all(isinstance(e, FieldError) for e in errors)
+
+
+@pytest.mark.parametrize("kind", ["G2", "G3", "G4"])
+@pytest.mark.parametrize(
+    "model_path, problem",
+    [
+        ("/models/../etc/shadow", "must not contain '.' or '..' components"),
+        ("/models/./llama", "must not contain '.' or '..' components"),
+        ("llama; rm -rf /", "must be an absolute path or a hub model id"),
+        ("$(curl evil)", "must be an absolute path or a hub model id"),
+        ("/models/llama 70b", "must be an absolute path"),
+    ],
+)
+def test_a_model_path_a_run_start_would_refuse_is_refused_at_save_naming_it(
+    kind, model_path, problem
+):
+    document = copy.deepcopy(default_spec(kind))
+    document["server"] = {**document.get("server", {}), "model_path": model_path}
+    errors = validate_spec(kind, document)
+    assert [e.field for e in errors] == ["server.model_path"]
+    assert problem in errors[0].message
+
+
+@pytest.mark.parametrize("model_path", ["/models/Llama-3.1-8B", "meta-llama/Llama-3.1-8B"])
+def test_a_model_path_a_run_start_takes_is_accepted(model_path):
+    document = copy.deepcopy(default_spec("G3"))
+    document["server"] = {**document.get("server", {}), "model_path": model_path}
+    assert validate_spec("G3", document) == []
