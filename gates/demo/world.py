@@ -186,7 +186,9 @@ def demo_soak_spec() -> G4Spec:
     g4 = specs.default_spec("G4")
     g4["duration_h"] = DEMO_SOAK_S / 3600
     g4["window_min"] = 2 / 60
-    g4["load"] = Workload(**COLD_RECOVERY, num_prompts=8, num_prefixes=4, max_concurrency=4)
+    load = Workload(**COLD_RECOVERY)
+    load["num_prompts"], load["num_prefixes"], load["max_concurrency"] = 8, 4, 4
+    g4["load"] = load
     limits = g4["limits"]
     limits["max_throughput_drift_pct"] = 100.0
     limits["max_ttft_p99_change_pct"] = 500.0
