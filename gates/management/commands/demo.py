@@ -56,6 +56,7 @@ class Command(BaseCommand):
                 _wait_until_serving(f"http://{address}/login/", processes)
                 self.stdout.write(self.style.SUCCESS(f"Serving http://{address}/"))
                 self._print_logins(logins)  # again: the startup output buried the first copy
+                self.stdout.flush()  # seen now through a pipe (`make demo | tee`), not at exit
             self.stdout.write(
                 "Walking the demo engagements through G1-G3 on simhost "
                 "(an emulated GPU host; timings are scaled, not real):"

@@ -8,11 +8,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.sshd import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 SETTING_NAMES = (
@@ -115,18 +118,43 @@ def test_demo_serves_the_login_page_with_web_worker_and_beat(tmp_path):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    output = OutputReader(process)
+    serving = f"Serving http://127.0.0.1:{port}/"
     try:
         body = poll_page(f"http://127.0.0.1:{port}/login/", deadline_s=90, process=process)
         assert "Log in" in body
         assert '<link rel="stylesheet"' in body
         css = poll_page(f"http://127.0.0.1:{port}/static/gates/gates.css", 10, process)
         assert "--pass" in css
+        # The demo says so itself once its own check of the page passed; a SIGTERM before
+        # then would stop it mid-start (the page can answer us a moment before it).
+        wait_for(lambda: serving in output.text(), timeout=60)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
+        output.join()
     # The logins come again after "Serving", below the startup output that buried them.
-    after_serving = process.stdout.read().decode().split(f"Serving http://127.0.0.1:{port}/")[1]
+    after_serving = output.text().split(serving)[1]
     assert "Demo logins" in after_serving and "vendor    password" in after_serving
+
+
+class OutputReader:
+    """Reads a process's output on a thread, so a test can wait for a line while it runs."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self._chunks: list[bytes] = []
+        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._thread.start()
+
+    def _read(self, process: subprocess.Popen) -> None:
+        for line in iter(process.stdout.readline, b""):
+            self._chunks.append(line)
+
+    def text(self) -> str:
+        return b"".join(self._chunks).decode(errors="replace")
+
+    def join(self) -> None:
+        self._thread.join(timeout=30)
 
 
 def poll_page(url: str, deadline_s: float, process: subprocess.Popen) -> str:
