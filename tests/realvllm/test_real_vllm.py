@@ -246,7 +246,10 @@ def test_g3_resident_and_recompute_cold_recovery_through_adapters_and_engine(ste
             "inconclusive",
         )
     assert result["verdict"] != "pass"
-    assert any(NEEDS_A_GPU in reason for reason in result["reasons"])
+    # A recompute cell that fails on real timings makes the gate fail, and the reasons list the
+    # failures; undecided, the reasons name the arm that needs a GPU.
+    if result["verdict"] == "inconclusive":
+        assert any(NEEDS_A_GPU in reason for reason in result["reasons"])
 
 
 def test_the_offload_arms_commands_pass_vllms_own_argument_parser(venv, tiny_model):
