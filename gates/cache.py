@@ -19,11 +19,27 @@ T = TypeVar("T")
 RETRY_AFTER_S = 10.0
 
 
-class _Outage:
-    """Whether the cache is being skipped, and until when (per process)."""
+class CacheOutage:
+    """Whether a shared cache is being skipped after a failure, and until when (per process).
+    The one rule for this module and the rate limits' fallback (gates/api/rest/throttling.py)."""
 
-    down_until = 0.0
-    warned = False
+    def __init__(self, retry_after_s: float = RETRY_AFTER_S) -> None:
+        self.retry_after_s = retry_after_s
+        self.down_until = 0.0
+        self.warned = False
+
+    @property
+    def active(self) -> bool:
+        return time.monotonic() < self.down_until
+
+    def begin(self) -> None:
+        self.down_until = time.monotonic() + self.retry_after_s
+
+    def end(self) -> None:
+        self.down_until = 0.0
+
+
+_OUTAGE = CacheOutage()
 
 
 def cache_get_or_compute(key: str, compute: Callable[[], T], *, timeout: float) -> T:
@@ -47,7 +63,7 @@ def cache_set(key: str, value: Any, *, timeout: float) -> None:
 
 
 def cache_degraded() -> bool:
-    return time.monotonic() < _Outage.down_until
+    return _OUTAGE.active
 
 
 def _attempt(call: Callable[[], Any]) -> Any:
@@ -58,12 +74,12 @@ def _attempt(call: Callable[[], Any]) -> Any:
     # Any failure, not only RedisError: a refused socket, a timeout, a value pickled by an
     # older release; the caller computes from the database either way.
     except Exception as error:
-        _Outage.down_until = time.monotonic() + RETRY_AFTER_S
-        if not _Outage.warned:
+        _OUTAGE.begin()
+        if not _OUTAGE.warned:
             logger.warning("cache unreachable (%r): reading from the database instead", error)
-            _Outage.warned = True
+            _OUTAGE.warned = True
         return None
-    if _Outage.warned:
+    if _OUTAGE.warned:
         logger.info("cache reachable again")
-        _Outage.warned = False
+        _OUTAGE.warned = False
     return found

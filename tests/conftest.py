@@ -40,8 +40,7 @@ def _assert_readouts_current() -> None:
 def cache_outage_forgotten(monkeypatch):
     """A test that broke the cache leaves no outage behind (gates.cache skips the cache for
     seconds after a failure and warns once per outage)."""
-    monkeypatch.setattr(cache._Outage, "down_until", 0.0)
-    monkeypatch.setattr(cache._Outage, "warned", False)
+    monkeypatch.setattr(cache, "_OUTAGE", cache.CacheOutage())
 
 
 # An OpenSSH public key line (any valid blob will do; it is only pinned, not used here).

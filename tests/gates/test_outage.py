@@ -98,13 +98,13 @@ def own_redis(settings, monkeypatch):
     # Celery reads the environment variable before its own setting.
     monkeypatch.setenv("CELERY_BROKER_URL", f"redis://127.0.0.1:{server.port}/0")
     _drop_broker_pools()
-    throttling.LIMITS_CACHE.shared_down_until = 0.0
+    throttling.LIMITS_CACHE.outage.end()
     yield server
     if server.process:
         server.stop()
     monkeypatch.undo()
     _drop_broker_pools()
-    throttling.LIMITS_CACHE.shared_down_until = 0.0
+    throttling.LIMITS_CACHE.outage.end()
 
 
 def _drop_broker_pools() -> None:
@@ -208,6 +208,6 @@ def test_the_g3_page_and_statistics_answer_200_while_the_cache_is_down_then_cach
         assert response.json()["operating_characteristic"]["available"]
     assert len([r for r in caplog.records if r.name == "gates.cache"]) == 1
     own_redis.start()
-    shared_cache._Outage.down_until = 0.0  # the retry interval, passed
+    shared_cache._OUTAGE.end()  # the retry interval, passed
     assert api.get(statistics).status_code == 200
     assert any(key.startswith(b":1:tollgate:oc:") for key in own_redis.client(db=1).scan_iter())

@@ -6,7 +6,6 @@ this process's own memory with a logged warning (degraded, never a 500).
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +14,8 @@ from django.core.cache.backends.locmem import LocMemCache
 from redis.exceptions import RedisError
 from rest_framework import throttling
 from rest_framework.settings import api_settings
+
+from gates.cache import CacheOutage
 
 logger = logging.getLogger(__name__)
 # After a failure the shared cache is tried again this much later, so an outage costs one
@@ -28,7 +29,7 @@ class FallbackCache:
     def __init__(self, alias: str = "default") -> None:
         self.alias = alias
         self.local = LocMemCache(f"tollgate-fallback-{alias}", {})
-        self.shared_down_until = 0.0
+        self.outage = CacheOutage(RETRY_SHARED_AFTER_S)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._call("get", key, default)
@@ -44,14 +45,14 @@ class FallbackCache:
 
     @property
     def degraded(self) -> bool:
-        return time.monotonic() < self.shared_down_until
+        return self.outage.active
 
     def _call(self, method: str, *args: Any) -> Any:
         if not self.degraded:
             try:
                 return getattr(caches[self.alias], method)(*args)
             except (RedisError, OSError) as error:
-                self.shared_down_until = time.monotonic() + RETRY_SHARED_AFTER_S
+                self.outage.begin()
                 logger.warning(
                     "cache %r unreachable (%s): rate limits are per process for %.0f s",
                     self.alias,
