@@ -14,7 +14,13 @@ true effects. Three tables:
 3. across attempts: a team re-runs every attempt that is not a pass, up to the cap (the
    engine's 2, with the budget split) or 10 times for the rules that have no cap;
 4. pooling one clause's sd across its 3 tiers (`statistics.pool_tiers`) beside each tier on its
-   own sd: tiers at the bar with alike, unequal or shared noise, and tiers clear of it.
+   own sd: tiers at the bar with alike, unequal or shared noise, and tiers clear of it;
+5. the shipped template at its stated noise (issue 26): power at the claims, the at-bar rates per
+   attempt and over the engagement under cancel and reset policies (its OC, with Wilson 95 %
+   half-widths), a copied repetition, and the boundaries' realised level on fresh null paths.
+
+Tables 1-4 use the short plan (looks 4, 6, 8) so they compare with the field's rules as before;
+table 5 uses the template as shipped.
 
     .venv/bin/python bench/decision_error_rates.py [--gates 20000] [--seed 2026]
 
@@ -30,7 +36,9 @@ import time
 import numpy as np
 
 from bench.decision_rules import bencher_pass, fixed_percentage_pass, perfherder_pass
+from gates.decisions import decide_g3
 from gates.decisions.clauses import parse_g3_spec
+from gates.decisions.statistics.boundaries import critical_values, null_t_statistics
 from gates.decisions.statistics.inference import (
     FAIL,
     PASS,
@@ -38,9 +46,12 @@ from gates.decisions.statistics.inference import (
     clause_margins,
     decide_cells,
 )
+from gates.decisions.statistics.operating import operating_characteristic
 from gates.specs.validation import default_spec
 
-SPEC = parse_g3_spec(default_spec("G3"))
+TEMPLATE = default_spec("G3")
+SHORT = {**TEMPLATE, "repetitions": {"min": 4, "max": 8}}
+SPEC = parse_g3_spec(SHORT)
 CELLS = [(clause, tier) for clause in SPEC.clauses for tier in clause.tiers]
 REPS = SPEC.max_repetitions
 RULES = {"fixed %": fixed_percentage_pass, "Perfherder": perfherder_pass, "Bencher": bencher_pass}
@@ -278,6 +289,78 @@ def _tier_margins(rng, reductions, cvs, shared: float, gates: int) -> np.ndarray
     return np.stack(tiers, axis=1)
 
 
+def template_table(gates: int, seed: int) -> list[str]:
+    """The shipped template at its stated noise, through its own operating characteristic."""
+    oc = operating_characteristic(TEMPLATE, gates=gates, seed=seed)
+    assert oc["available"]
+    gate = oc["gate"]
+    lines = [
+        "| shipped template, stated noise | pass | fail | mean reps | declared |",
+        "|---|---|---|---|---|",
+        _row("every clause at its claim, one attempt", gate["at_claims"], None),
+        _row("every cell at its bar, one attempt", gate["at_bars"], PER_SIDE / 2),
+    ]
+    for row in gate.get("lifetime", []):
+        label = f"{row['scenario']}, engagement: {row['policy_text']}"
+        widths = row["half_width_95"]
+        lines.append(
+            f"| {label} | {row['pass']:.2%} +- {widths['pass']:.2%} | "
+            f"{row['fail']:.2%} +- {widths['fail']:.2%} | {row['attempts']:.2f} attempts | "
+            f"{row['declared']:.1%} |"
+        )
+    lines.append(_copied_row())
+    lines += _level_rows()
+    return lines
+
+
+PER_SIDE = (1 - TEMPLATE["confidence"]) / 2
+
+
+def _row(label: str, found, declared: float | None) -> str:
+    widths = found["half_width_95"]
+    return (
+        f"| {label} | {found['pass']:.2%} +- {widths['pass']:.2%} | "
+        f"{found['fail']:.2%} +- {widths['fail']:.2%} | {found['repetitions']:.1f} | "
+        + ("-" if declared is None else f"{declared:.2%}")
+        + " |"
+    )
+
+
+def _copied_row() -> str:
+    """One repetition's measurements copied into another (distinct files): always invalid."""
+    rows = []
+    for rep in range(1, 5):
+        source = 1 if rep == 4 else rep
+        for arm, ratio in (("baseline", 1.0), ("offload", 0.75)):
+            ttft = 1000.0 * (1 + source / 50) * ratio
+            rows.append(
+                {
+                    "arm": arm,
+                    "tier": 8,
+                    "repetition": rep,
+                    "metrics": {"ttft_ms": {"median": ttft}, "output_throughput": 1e6 / ttft},
+                    "server": {},
+                }
+            )
+    verdict = decide_g3(TEMPLATE, rows, {"kv_exceeds_vram": True})["verdict"]
+    return f"| one repetition copied into another (distinct files) | verdict: {verdict} | | | |"
+
+
+def _level_rows() -> list[str]:
+    lines = []
+    draws = 2**22
+    for level in (0.025, 0.003125):
+        values = np.array(critical_values((4, 6, 8), 8, level), dtype=np.float32)
+        found = null_t_statistics((4, 6, 8), 1, draws, np.random.default_rng(7))
+        realised = float((found >= values).any(axis=1).mean())
+        sd = math.sqrt(level * (1 - level) / draws)
+        lines.append(
+            f"| realised one-sided level of the 4-6-8 boundaries at {level:.4%} "
+            f"({draws} fresh null paths) | {realised:.4%} +- {1.96 * sd:.4%} | | | {level:.4%} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gates", type=int, default=20_000, help="simulated gates per row")
@@ -290,6 +373,7 @@ def main() -> None:
         gate_table(rng, args.gates),
         attempts_table(rng, args.gates),
         pooling_table(rng, args.gates),
+        template_table(args.gates, args.seed),
     ):
         print("\n".join(lines), end="\n\n")
     one = plan(1)

@@ -140,6 +140,8 @@ class StatisticsApplied(TypedDict):
     max_reruns: int
     max_preemptions: int | None
     pool_tiers: bool
+    sd_floor_fraction: float | None
+    spread_level: float | None
 
 
 class ValidityApplied(TypedDict):

@@ -6,14 +6,22 @@ stored with each G3 decision. Standard library only.
 # No `from __future__ import annotations`: Python 3.11 reads NotRequired from evaluated
 # annotations only, and __required_keys__ must be right for code that inspects these types.
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from documents.spec import ChangeKind
 
 # "pass" is a Python keyword, so the TypedDicts that hold it are spelt in the functional form.
+# half_width_95: each simulated probability's Wilson 95 % half-width (its sampling error).
+HalfWidths = TypedDict("HalfWidths", {"pass": float, "fail": float, "inconclusive": float})
 SimulatedOutcome = TypedDict(
     "SimulatedOutcome",
-    {"pass": float, "fail": float, "inconclusive": float, "repetitions": float},
+    {
+        "pass": float,
+        "fail": float,
+        "inconclusive": float,
+        "repetitions": float,
+        "half_width_95": HalfWidths,
+    },
 )
 # One true effect of a clause (in clause units); claimed: it is the vendor's claimed effect.
 EffectRow = TypedDict(
@@ -25,6 +33,7 @@ EffectRow = TypedDict(
         "fail": float,
         "inconclusive": float,
         "repetitions": float,
+        "half_width_95": HalfWidths,
     },
 )
 AtClaims = TypedDict(
@@ -34,7 +43,23 @@ AtClaims = TypedDict(
         "fail": float,
         "inconclusive": float,
         "repetitions": float,
+        "half_width_95": HalfWidths,
         "host_hours": float | None,
+    },
+)
+LifetimeWidths = TypedDict("LifetimeWidths", {"pass": float, "fail": float})
+# The whole engagement at this gate under one team policy (gates.decisions.statistics.budget).
+LifetimeRow = TypedDict(
+    "LifetimeRow",
+    {
+        "scenario": str,
+        "policy": str,
+        "policy_text": str,
+        "pass": float,
+        "fail": float,
+        "attempts": float,
+        "half_width_95": LifetimeWidths,
+        "declared": float,
     },
 )
 
@@ -56,6 +81,7 @@ class GateCharacteristic(TypedDict):
 
     at_claims: AtClaims
     at_bars: SimulatedOutcome
+    lifetime: NotRequired[list[LifetimeRow]]
 
 
 class NoiseUsed(TypedDict):
@@ -85,3 +111,44 @@ class NoCharacteristic(TypedDict):
 
     available: Literal[False]
     reason: str
+
+
+class ErrorBudget(TypedDict):
+    """Where a gate's engagement-wide error budget stands (one-sided, per side)."""
+
+    per_side: float
+    share_per_attempt: float
+    attempts_allowed: int
+    attempts_spent: int
+    attempts_left: int
+    error_spent: float
+    lifetime_error: float
+    next_attempt: int | None
+
+
+class ResetCost(TypedDict):
+    """What one more signed stop-loss reset adds to the lifetime error (one side)."""
+
+    adds_per_side: float
+    lifetime_before: float
+    lifetime_after: float
+    attempts_added: int
+
+
+class Proposal(TypedDict):
+    """One change that would make a spec decisive, and its cost where known."""
+
+    kind: Literal["repetitions", "prompts"]
+    text: str
+    value: float
+    host_hours: float | None
+
+
+class SigningCheck(TypedDict):
+    """Whether a spec may be signed at a noise without an acknowledgement of low power."""
+
+    signable: bool
+    power: float | None
+    min_power: float | None
+    reason: str
+    proposals: list[Proposal]

@@ -161,6 +161,9 @@ class Statistics(TypedDict, total=False):
     attempts: int
     sd_floor: float
     noise_cv_pct: float
+    noise_source: str
+    sd_floor_fraction: float
+    spread_level: float
     min_power: float
     require_power: bool
     pool_tiers: bool

@@ -145,4 +145,15 @@ def g3_spec(
         },
     ]
     document["validity"]["require_kv_exceeds_vram"] = False
+    _statistics_for_simhost(document)
     return document
+
+
+def _statistics_for_simhost(document: dict) -> None:
+    """These runs prove the pipeline on simhost, whose timings carry this machine's scheduling
+    noise rather than a stated one (the simhost issue): the power check and the spread rules,
+    which hold a product to its stated noise, would judge the machine instead."""
+    statistics = document["statistics"]
+    statistics["require_power"] = False
+    statistics.pop("sd_floor_fraction", None)
+    statistics.pop("spread_level", None)

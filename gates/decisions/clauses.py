@@ -60,13 +60,17 @@ class StatisticsRules:
     """The spec's error bookkeeping: attempts the error budget is split over, the floor under
     a cell's sd of log-ratios, how many disturbed repetitions may be re-run, and the server
     preemptions in one bench beyond which its repetition counts as disturbed; whether a
-    clause's sd is pooled across its tiers where the data support it."""
+    clause's sd is pooled across its tiers where the data support it; the stated noise, the
+    share of the reference noise that floors a cell's sd, and the level of the spread test."""
 
     attempts: int = 1
     sd_floor: float = 0.0
     max_reruns: int = 0
     max_preemptions: int | None = None
     pool_tiers: bool = False
+    noise_cv_pct: float | None = None
+    sd_floor_fraction: float | None = None
+    spread_level: float | None = None
 
     def as_document(self) -> StatisticsApplied:
         return {
@@ -75,6 +79,8 @@ class StatisticsRules:
             "max_reruns": self.max_reruns,
             "max_preemptions": self.max_preemptions,
             "pool_tiers": self.pool_tiers,
+            "sd_floor_fraction": self.sd_floor_fraction,
+            "spread_level": self.spread_level,
         }
 
 
@@ -127,7 +133,14 @@ def parse_statistics(spec: G3Spec) -> StatisticsRules:
         max_reruns=outliers["max_reruns"] if outliers else 0,
         max_preemptions=outliers.get("max_preemptions") if outliers else None,
         pool_tiers=bool(rules.get("pool_tiers", False)),
+        noise_cv_pct=_optional_float(rules.get("noise_cv_pct")),
+        sd_floor_fraction=_optional_float(rules.get("sd_floor_fraction")),
+        spread_level=_optional_float(rules.get("spread_level")),
     )
+
+
+def _optional_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _clause(item: ClauseSpec, index: int, tiers: tuple[int, ...]) -> Clause:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from documents.cell import CellHead, G3Cell, G3Context, NextStep, Pair
+from documents.cell import CellHead, G3Cell, G3Context, NextStep, Pair, ValidityCheck
 from documents.decision import G3Decision, Verdict
 from documents.spec import G3Spec
 from gates.decisions import readout
@@ -24,6 +24,7 @@ from gates.decisions.statistics.inference import (
     decide_cells,
 )
 from gates.decisions.statistics.outliers import set_aside_disturbed, set_aside_notes
+from gates.decisions.statistics.spread import reference_noise, sd_floor, spread_check
 from gates.decisions.validity import (
     EvidenceError,
     Measurement,
@@ -64,6 +65,7 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
     cells = [_not_evaluated(clause, tier, unavailable) or next(decided) for clause, tier in keys]
     for cell in cells:
         cell["dropped"] += [f"repetition {rep}: set aside and re-run (disturbed)" for rep in aside]
+    checks += _spread_checks(parsed, judged, cells, facts)
     broken = [
         check["reason"] for check in checks if check["ok"] is False and not check.get("set_aside")
     ]
@@ -145,17 +147,26 @@ def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> G3
 
 
 def _sd_floors(parsed: G3Terms, keys: list[tuple[Clause, int]], facts: G3Context) -> np.ndarray:
-    """Per cell: the spec's resolution floor, or the G2 A/A noise of the same metric if larger."""
-    noise = facts["noise_floor"]
-    return np.array(
-        [
-            max(
-                parsed.statistics.sd_floor,
-                noise["sd_log_ratio"] if noise and noise["metric"] == clause.metric else 0.0,
-            )
-            for clause, _ in keys
-        ]
-    )
+    """Per cell: the spec's resolution floor, raised by the reference noise (spread.sd_floor)."""
+    return np.array([sd_floor(parsed, clause, facts["noise_floor"]) for clause, _ in keys])
+
+
+def _spread_checks(
+    parsed: G3Terms, judged: list[tuple[Clause, int]], cells: list[G3Cell], facts: G3Context
+) -> list[ValidityCheck]:
+    """With `statistics.spread_level`: each judged cell's spread against the reference noise."""
+    level = parsed.statistics.spread_level
+    if level is None:
+        return []
+    by_key = {(cell["clause"], cell["tier"]): cell for cell in cells}
+    found = []
+    for clause, tier in judged:
+        logs = [pair["log_ratio"] for pair in by_key[(clause.index, tier)]["pairs"]]
+        reference = reference_noise(parsed, clause, facts["noise_floor"])
+        check = spread_check(clause, tier, logs, reference, level)
+        if check is not None:
+            found.append(check)
+    return found
 
 
 def _decide_cells(

@@ -11,7 +11,7 @@ from typing import Any
 
 from documents.cell import G3Context, NoiseFloorContext, ValidityCheck
 from gates.decisions.clauses import G3Terms
-from gates.decisions.numbers import finite_float, is_number
+from gates.decisions.numbers import finite_float, is_number, metric_value
 
 # Which server settings each arm kind must run with: (prefix caching, offload).
 ARM_SETTINGS = {
@@ -120,6 +120,7 @@ def check_validity(
     """Every validity check, one dict each; `ok` is True, False (invalid) or None (unknown)."""
     checks = [_kv_check(spec, context)] if spec.validity.require_kv_exceeds_vram else []
     checks.extend(_duplicate_raw_checks(measurements))
+    checks.extend(_identical_value_checks(measurements, spec))
     for item in measurements:
         checks.extend(
             [
@@ -318,3 +319,25 @@ def _preemption_check(item: Measurement, limit: int) -> ValidityCheck:
         return _check("preemptions", item, None, limit, None, "preemptions not reported")
     why = f"the server preempted {count:g} requests (limit {limit})"
     return _check("preemptions", item, count, limit, count <= limit, why)
+
+
+def _identical_value_checks(measurements: list[Measurement], spec: G3Terms) -> list[ValidityCheck]:
+    """One arm at one tier reporting exactly the same value of a clause metric in two
+    repetitions: independent benches never agree to the last bit, so a copied value (in a
+    distinct file, not caught by its hash) makes the run invalid, naming both."""
+    names = sorted({clause.metric for clause in spec.clauses})
+    first_seen: dict[tuple[str, int, str, float], Measurement] = {}
+    checks = []
+    for item in measurements:
+        for name in names:
+            value = metric_value(item.metrics, name)
+            if not is_number(value) or finite_float(value) is None:
+                continue
+            key = (item.arm, item.tier, name, float(value))
+            earlier = first_seen.setdefault(key, item)
+            if earlier is not item:
+                why = f"{name} {float(value):g} is exactly the value of {earlier.label}"
+                checks.append(
+                    _check("identical_values", item, float(value), "distinct", False, why)
+                )
+    return checks

@@ -170,6 +170,11 @@ def demo_specs(plan: DemoEngagement) -> dict[str, Spec]:
         # demo asks 4x, which the emulated host clears by a margin no scheduling noise covers.
         if clause["change"] == "ratio":
             clause["at_least"] = 4.0
+    # simhost's timings carry this machine's scheduling noise, not the spec's stated 4 %: the
+    # power check and the spread rules would judge the machine, so the demo leaves them out.
+    g3["statistics"]["require_power"] = False
+    g3["statistics"].pop("sd_floor_fraction", None)
+    g3["statistics"].pop("spread_level", None)
     g3["validity"]["min_external_hit_rate"] = plan.min_external_hit_rate
     g3["validity"]["require_kv_exceeds_vram"] = False
     return {"G1": g1, "G2": g2, "G3": g3, "G4": demo_soak_spec()}

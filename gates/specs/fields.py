@@ -132,7 +132,16 @@ DESCRIPTIONS: dict[str, str] = {
     "statistics.sd_floor": "The least spread of a cell's log-ratios the engine assumes (the "
     "measurement resolution; 0.01 is about 1 %), or the G2 A/A spread when larger. Left out: 0.",
     "statistics.noise_cv_pct": "The noise (coefficient of variation, percent) to assume for "
-    "the power estimate before G2 has measured it.",
+    "the power estimate before G2 has measured it, and the reference for the sd floor and the "
+    "spread test until G2 measures the clause's metric.",
+    "statistics.noise_source": "Where the stated noise comes from (a measurement, a report), "
+    "shown beside the operating characteristic.",
+    "statistics.sd_floor_fraction": "A cell's sd is floored at this share of the reference "
+    "noise (the G2 A/A spread of its metric, else the stated CV). Left out: the G2 spread of "
+    "the same metric, whole.",
+    "statistics.spread_level": "A cell whose spread of log-ratios is this improbable for the "
+    "reference noise (chi-square lower tail) makes the run `invalid` (copied or synthetic "
+    "values). Left out: not tested.",
     "statistics.min_power": "The chance to pass at the claimed effects below which the gate "
     "page warns. Left out: 0.8.",
     "statistics.require_power": "Refuse a run (`409 underpowered`) while that chance is "

@@ -17,6 +17,12 @@ STATISTICS = {
         "attempts": {"type": "integer", "minimum": 1, "maximum": 10},
         "sd_floor": {"type": "number", "minimum": 0, "maximum": 1},
         "noise_cv_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 200},
+        # Where the stated noise comes from (a measurement, a report): shown beside the OC.
+        "noise_source": {"type": "string", "minLength": 1, "maxLength": 300},
+        # A cell's sd is floored at this share of the reference noise (G2's, else the stated).
+        "sd_floor_fraction": {"type": "number", "minimum": 0, "maximum": 1},
+        # A cell whose variance is this improbable for the reference noise is invalid.
+        "spread_level": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.1},
         "min_power": {"type": "number", "minimum": 0, "maximum": 0.99},
         "require_power": {"type": "boolean"},
         # Pool a clause's sd across its tiers where the data support it (decisions.md).

@@ -17,6 +17,7 @@ from gates.decisions.statistics.boundaries import METHOD, critical_values
 from gates.decisions.statistics.pooling import pooled_variance
 
 PASS, FAIL, OPEN = 1, -1, 0
+DESIGN_PATHS = 2**16
 VERDICT_NAMES: dict[int, CellVerdict] = {PASS: "pass", FAIL: "fail", OPEN: "inconclusive"}
 PLAN_METHOD = (
     "looks at min, the even midpoint and max repetitions; the two-sided error budget "
@@ -40,6 +41,7 @@ class SequentialPlan:
     confidence: float
     attempts: int = 1
     cells: int = 1
+    paths: int | None = None  # boundary paths; fewer only for sizing scans (DESIGN_PATHS)
 
     @property
     def looks(self) -> tuple[int, ...]:
@@ -55,16 +57,18 @@ class SequentialPlan:
 
     @property
     def pass_critical(self) -> tuple[float, ...]:
-        return critical_values(self.looks, self.max_repetitions, self.alpha / 2)
+        return critical_values(self.looks, self.max_repetitions, self.alpha / 2, paths=self.paths)
 
     def pass_critical_pooled(self, pool: int) -> tuple[float, ...]:
         """Pass-side critical values of a cell whose variance is pooled over `pool` cells."""
-        return critical_values(self.looks, self.max_repetitions, self.alpha / 2, pool)
+        return critical_values(
+            self.looks, self.max_repetitions, self.alpha / 2, pool, paths=self.paths
+        )
 
     def fail_critical(self, open_hypotheses: int, pool: int = 1) -> tuple[float, ...]:
         """Critical values of the fail side with `open_hypotheses` cells not yet failed."""
         level = self.alpha / 2 / open_hypotheses
-        return critical_values(self.looks, self.max_repetitions, level, pool)
+        return critical_values(self.looks, self.max_repetitions, level, pool, paths=self.paths)
 
     @property
     def look_alphas(self) -> tuple[float, ...]:
@@ -130,6 +134,44 @@ def clause_margins(log_ratios: np.ndarray, change: str, bound_ratio: float) -> n
     return sign * (np.asarray(log_ratios, dtype=float) - math.log(bound_ratio))
 
 
+@dataclass(frozen=True)
+class LookSummary:
+    """What the walk reads from one look's data, per row and cell: the mean margin, the
+    variance to use (pooled where supported), how many cells it was pooled over, and which cells
+    reached the look. Adding a constant to a cell's margins moves only `mean`, so a simulation
+    can summarise its noise once and shift it to each true effect (common random numbers)."""
+
+    size: int
+    mean: np.ndarray
+    variance: np.ndarray
+    pool: np.ndarray
+    reached: np.ndarray
+
+    def shifted(self, margins: np.ndarray) -> LookSummary:
+        return LookSummary(self.size, self.mean + margins, self.variance, self.pool, self.reached)
+
+
+def summarize_looks(
+    margins: np.ndarray,
+    plan: SequentialPlan,
+    *,
+    counts: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
+) -> list[LookSummary]:
+    """The looks' summaries of margins shaped (rows, cells, repetitions); see decide_cells."""
+    _, cells, available = margins.shape
+    counts = np.full(cells, available) if counts is None else np.asarray(counts)
+    summaries = []
+    for size in plan.looks:
+        reached = counts >= size
+        if not reached.any():
+            break
+        window = np.where(reached[None, :, None], margins[:, :, :size], 0.0)
+        variance, pool = pooled_variance(window, reached, groups)
+        summaries.append(LookSummary(size, window.mean(axis=-1), variance, pool, reached))
+    return summaries
+
+
 def decide_cells(
     margins: np.ndarray,
     plan: SequentialPlan,
@@ -148,8 +190,19 @@ def decide_cells(
     keeps its verdict. Cells with the same `groups` id (>= 0: the tiers of one clause) share a
     pooled sd at a look where the data support it (gates.decisions.statistics.pooling).
     """
-    rows, cells, available = margins.shape
-    counts = np.full(cells, available) if counts is None else np.asarray(counts)
+    summaries = summarize_looks(margins, plan, counts=counts, groups=groups)
+    return walk_looks(summaries, plan, margins.shape[:2], sd_floor=sd_floor)
+
+
+def walk_looks(
+    summaries: list[LookSummary],
+    plan: SequentialPlan,
+    shape: tuple[int, int],
+    *,
+    sd_floor: float | np.ndarray = 0.0,
+) -> LookOutcome:
+    """decide_cells from the looks' summaries, shape (rows, cells)."""
+    rows, cells = shape
     family = max(plan.cells, cells)
     floors = np.broadcast_to(np.asarray(sd_floor, dtype=float), (cells,))
     verdict = np.full((rows, cells), OPEN)
@@ -157,15 +210,10 @@ def decide_cells(
     numbers = [np.full((rows, cells), np.nan) for _ in range(6)]
     pooled_at = np.ones((rows, cells), dtype=int)
     failed = np.zeros(rows, dtype=int)
-    for index, size in enumerate(plan.looks):
-        reached = counts >= size
-        if not reached.any():
-            break
-        window = np.where(reached[None, :, None], margins[:, :, :size], 0.0)
-        mean = window.mean(axis=-1)
-        variance, pool = pooled_variance(window, reached, groups)
-        sd = np.maximum(np.sqrt(variance), floors)
-        se = sd / math.sqrt(size)
+    for index, summary in enumerate(summaries):
+        mean, pool, reached = summary.mean, summary.pool, summary.reached
+        sd = np.maximum(np.sqrt(summary.variance), floors)
+        se = sd / math.sqrt(summary.size)
         critical = _pass_critical(plan, pool, index)
         still_open = (verdict == OPEN) & reached[None, :]
         found = (mean, sd, mean - critical * se, mean + critical * se, None, critical)
@@ -285,6 +333,8 @@ def repetitions_needed(
     # The final look's critical value changes as the budget grows (earlier looks spend), so scan.
     for budget in range(first + first % 2, limit + 1, 2):
         plan = SequentialPlan(first, budget, confidence)
-        if pass_probability(budget, plan.pass_critical[-1], margin, sd_log_ratio) >= power:
+        # A sizing estimate: boundaries from fewer paths (the OC checks the plan it proposes).
+        final = critical_values(plan.looks, budget, plan.alpha / 2, paths=DESIGN_PATHS)[-1]
+        if pass_probability(budget, final, margin, sd_log_ratio) >= power:
             return budget
     return None

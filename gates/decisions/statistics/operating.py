@@ -1,8 +1,10 @@
 """The operating characteristic of a G3 spec: before it is signed, what it can decide. For a
 given noise (the G2 A/A sd of log-ratios, or a stated coefficient of variation), the chance of
 pass, fail and inconclusive against the true effect, per clause and for the gate, the expected
-repetitions and host hours, and a warning where the power at the vendor's claimed effect is
-below what the spec wants. Simulated with the engine's own sequential walk (seeded, vectorized).
+repetitions and host hours, the engagement's error under cancel and reset policies, and a
+warning where the power at the vendor's claimed effect is below what the spec wants.
+Simulated with the engine's own sequential walk on arm-level noise (cells sharing an arm move
+together), seeded and vectorized; each probability carries its Wilson 95 % half-width.
 Pure: a typed spec in, a typed JSON-able document out; imports no Django and does no I/O.
 """
 
@@ -18,20 +20,28 @@ from documents.characteristic import (
     GateCharacteristic,
     NoCharacteristic,
     OperatingCharacteristic,
-    SimulatedOutcome,
 )
 from documents.spec import G3Spec
 from gates.decisions.clauses import Clause, G3Terms, change_to_ratio, parse_g3_spec, ratio_to_change
-from gates.decisions.statistics.inference import FAIL, OPEN, PASS, SequentialPlan, decide_cells
+from gates.decisions.statistics.budget import lifetime_rows
+from gates.decisions.statistics.inference import SequentialPlan
+from gates.decisions.statistics.simulation import (
+    GateDraw,
+    cells_of,
+    draw_gate,
+    gate_outcome,
+    summarize,
+)
+from gates.decisions.statistics.spread import sd_floor, sd_from_cv
 
 DEFAULT_MIN_POWER = 0.8
+DEFAULT_GATES = 20_000
 # True effects shown per clause, as distances from the bar in sd of one repetition's log-ratio.
 STEPS_IN_SD = (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0)
+# "Certain to pass": a cell this many sd of one log-ratio above its bar.
+CLEAR_SD = 10.0
 
-
-def sd_from_cv(cv_pct: float) -> float:
-    """sd of log(A/B) when each arm has independent lognormal noise of this CV (percent)."""
-    return math.sqrt(2 * math.log1p((cv_pct / 100) ** 2))
+__all__ = ["DEFAULT_GATES", "gate_plan", "operating_characteristic", "sd_from_cv"]
 
 
 def operating_characteristic(
@@ -40,24 +50,36 @@ def operating_characteristic(
     sd_log_ratio: float | None = None,
     noise_source: str | None = None,
     hours_per_repetition: float | None = None,
-    gates: int = 4000,
+    gates: int = DEFAULT_GATES,
     seed: int = 13,
+    lifetime: bool = True,
 ) -> OperatingCharacteristic | NoCharacteristic:
     """What the spec decides at this noise; the spec's `statistics.noise_cv_pct` when no
     measured sd is given. `available` is False (and says why) when neither is known."""
     parsed = parse_g3_spec(spec)
-    stated = (spec.get("statistics") or {}).get("noise_cv_pct")
+    rules = spec.get("statistics") or {}
+    stated = rules.get("noise_cv_pct")
+    measured = sd_log_ratio is not None
     if sd_log_ratio is None:
         if stated is None:
             return {"available": False, "reason": "no noise known: run G2, or state noise_cv_pct"}
-        sd_log_ratio, noise_source = sd_from_cv(stated), f"the spec's stated CV {stated:g} %"
+        sd_log_ratio = sd_from_cv(stated)
+        noise_source = f"the spec's stated CV {stated:g} %" + (
+            f" ({rules['noise_source']})" if rules.get("noise_source") else ""
+        )
     sd = max(sd_log_ratio, parsed.statistics.sd_floor)
-    plan = _plan(parsed)
+    plan = gate_plan(parsed)
     rng = np.random.default_rng(seed)
-    min_power = (spec.get("statistics") or {}).get("min_power", DEFAULT_MIN_POWER)
-    pool = parsed.statistics.pool_tiers
-    clauses = [_clause_rows(clause, plan, sd, gates, rng, pool) for clause in parsed.clauses]
-    gate = _gate_at_claims(parsed, plan, sd, gates, rng, hours_per_repetition)
+    min_power = rules.get("min_power", DEFAULT_MIN_POWER)
+    floors = cell_floors(parsed, sd if measured else None)
+    draw = draw_gate(parsed, plan, sd, gates, rng)
+    clauses = [_clause_rows(clause, parsed, plan, sd, draw, floors) for clause in parsed.clauses]
+    gate = _gate_rows(parsed, plan, sd, draw, floors, hours_per_repetition)
+    if lifetime:
+        scenarios = {"every cell at its bar": np.zeros(draw.cells), **_one_at_bar(parsed, sd)}
+        gate["lifetime"] = lifetime_rows(
+            parsed, plan, sd, scenarios, gates=gates, rng=rng, floors=floors
+        )
     return {
         "available": True,
         "noise": {"sd_log_ratio": sd, "source": noise_source or "given"},
@@ -70,46 +92,32 @@ def operating_characteristic(
     }
 
 
-def _plan(parsed: G3Terms) -> SequentialPlan:
-    cells = sum(len(clause.tiers) for clause in parsed.clauses)
+def gate_plan(
+    parsed: G3Terms, max_repetitions: int | None = None, paths: int | None = None
+) -> SequentialPlan:
     return SequentialPlan(
         parsed.min_repetitions,
-        parsed.max_repetitions,
+        max_repetitions or parsed.max_repetitions,
         parsed.confidence,
         attempts=parsed.statistics.attempts,
-        cells=cells,
+        cells=len(cells_of(parsed)),
+        paths=paths,
     )
 
 
-def _simulate(
-    margins: np.ndarray,
-    plan: SequentialPlan,
-    sd: float,
-    gates: int,
-    rng: np.random.Generator,
-    groups: np.ndarray | None = None,
-) -> SimulatedOutcome:
-    """Gate outcomes for cells with these true margins (log scale, positive passes); `groups`
-    the clause of each cell when the spec pools a clause's sd across its tiers."""
-    noise = rng.normal(0.0, sd, (gates, len(margins), plan.max_repetitions))
-    outcome = decide_cells(margins[None, :, None] + noise, plan, groups=groups)
-    failed = (outcome.verdict == FAIL).any(axis=1)
-    passed = (outcome.verdict == PASS).all(axis=1)
-    looks = np.array(plan.looks)
-    # The gate stops at the first fail, or when its last cell passed; else it runs to max.
-    fail_look = np.where(outcome.verdict == FAIL, looks[outcome.look], plan.max_repetitions)
-    used = np.where(
-        failed,
-        fail_look.min(axis=1),
-        np.where(passed, looks[outcome.look].max(axis=1), plan.max_repetitions),
+def cell_floors(parsed: G3Terms, measured: float | None) -> np.ndarray:
+    """The engine's floor per cell: with a measured noise (G2) as its reference, or with the
+    spec's stated CV before G2."""
+    return np.array(
+        [
+            sd_floor(
+                parsed,
+                clause,
+                None if measured is None else {"metric": clause.metric, "sd_log_ratio": measured},
+            )
+            for clause, _ in cells_of(parsed)
+        ]
     )
-    open_ = ~failed & ~passed & (outcome.verdict == OPEN).any(axis=1)
-    return {
-        "pass": float(passed.mean()),
-        "fail": float(failed.mean()),
-        "inconclusive": float(open_.mean()),
-        "repetitions": float(used.mean()),
-    }
 
 
 def _margin(clause: Clause, value: float) -> float:
@@ -124,23 +132,34 @@ def _units(clause: Clause, margin: float) -> float:
     return ratio_to_change(clause.change, math.exp(sign * margin + math.log(clause.bound_ratio)))
 
 
+def claimed_margins(parsed: G3Terms) -> np.ndarray:
+    """Every cell at its clause's claimed effect (at its bar where a clause claims none)."""
+    return np.array(
+        [
+            0.0 if clause.claimed is None else _margin(clause, clause.claimed)
+            for clause, _ in cells_of(parsed)
+        ]
+    )
+
+
 def _clause_rows(
     clause: Clause,
+    parsed: G3Terms,
     plan: SequentialPlan,
     sd: float,
-    gates: int,
-    rng: np.random.Generator,
-    pool: bool = False,
+    draw: GateDraw,
+    floors: np.ndarray,
 ) -> ClauseCharacteristic:
     """The clause's cells at each true effect; the gate's other cells taken as clear."""
-    groups = np.zeros(len(clause.tiers), dtype=int) if pool else None
-    margins = [step * sd for step in STEPS_IN_SD]
+    members = np.array([i for i, (c, _) in enumerate(cells_of(parsed)) if c is clause])
+    part = draw.subset(members)
     claim = None if clause.claimed is None else _margin(clause, clause.claimed)
     rows: list[EffectRow] = []
-    for margin in sorted({*margins, *([claim] if claim is not None else [])}):
+    for margin in sorted({*(step * sd for step in STEPS_IN_SD), *([claim] if claim else [])}):
         if clause.change == "reduction" and _units(clause, margin) >= 100:
             continue
-        found = _simulate(np.full(len(clause.tiers), margin), plan, sd, gates, rng, groups)
+        outcome = part.walk(np.full(len(members), margin), plan, floors[members])
+        found = summarize(gate_outcome(outcome, plan), outcome)
         rows.append({"true": _units(clause, margin), "claimed": margin == claim, **found})
     at_claim = next((row for row in rows if row["claimed"]), None)
     return {
@@ -156,29 +175,29 @@ def _clause_rows(
     }
 
 
-def _gate_at_claims(
+def _gate_rows(
     parsed: G3Terms,
     plan: SequentialPlan,
     sd: float,
-    gates: int,
-    rng: np.random.Generator,
+    draw: GateDraw,
+    floors: np.ndarray,
     hours: float | None,
 ) -> GateCharacteristic:
-    """Every cell at its clause's claimed effect (at its bar where a clause claims none)."""
-    margins = np.array(
-        [
-            0.0 if clause.claimed is None else _margin(clause, clause.claimed)
-            for clause in parsed.clauses
-            for _ in clause.tiers
-        ]
-    )
-    groups = None
-    if parsed.statistics.pool_tiers:
-        groups = np.array([clause.index for clause in parsed.clauses for _ in clause.tiers])
-    found = _simulate(margins, plan, sd, gates, rng, groups)
-    at_bars = _simulate(np.zeros(len(margins)), plan, sd, gates, rng, groups)
+    claims = draw.walk(claimed_margins(parsed), plan, floors)
+    found = summarize(gate_outcome(claims, plan), claims)
+    bars = draw.walk(np.zeros(draw.cells), plan, floors)
     host_hours = None if hours is None else found["repetitions"] * hours
-    return {"at_claims": {**found, "host_hours": host_hours}, "at_bars": at_bars}
+    return {
+        "at_claims": {**found, "host_hours": host_hours},
+        "at_bars": summarize(gate_outcome(bars, plan), bars),
+    }
+
+
+def _one_at_bar(parsed: G3Terms, sd: float) -> dict[str, np.ndarray]:
+    """The least favourable case for a false pass: one cell at its bar, the rest certain."""
+    margins = np.full(len(cells_of(parsed)), CLEAR_SD * sd)
+    margins[0] = 0.0
+    return {"one cell at its bar, the others certain to pass": margins}
 
 
 def _warnings(

@@ -385,12 +385,19 @@ def test_a_real_run_where_every_request_failed_makes_the_gate_invalid_not_failed
 
 def test_a_real_run_at_its_concurrency_passes_validity():
     good = real_run("er0080__bench_serve_v0.25.1__opt-125m_cpu")
+
+    def measured_again(rep: int, arm: str) -> dict:
+        """The run as another repetition measures it: its TTFT a little different (the
+        same value twice would be a copied measurement, `identical_values`)."""
+        ttft = {**good["ttft_ms"], "median": good["ttft_ms"]["median"] * (1 + rep / 100)}
+        return {**good, "ttft_ms": ttft, "output_throughput": good["output_throughput"] * rep}
+
     rows = [
         {
             "arm": arm,
             "tier": 2,
             "repetition": rep,
-            "metrics": good,
+            "metrics": measured_again(rep, arm),
             "server": {**ARM_SERVER[arm], "external_hit_rate": 0.5},
         }
         for rep in (1, 2, 3, 4)
@@ -421,7 +428,10 @@ def test_clauses_on_an_arm_the_host_cannot_run_are_not_evaluated_and_never_pass(
     rows = [
         row
         for rep in (1, 2, 3, 4)  # the first look is at 4 repetitions
-        for row in (measurement("baseline", rep, 100.0 + rep), measurement("recompute", rep, 400.0))
+        for row in (
+            measurement("baseline", rep, 100.0 + rep),
+            measurement("recompute", rep, 400.0 + 3 * rep),
+        )
     ]
     context = {**CONTEXT, "unavailable_arms": {"offload": "needs a GPU"}}
     result = decide_g3(g3_spec(clauses), rows, context)

@@ -179,7 +179,8 @@ def test_the_full_engine_agrees_with_the_vectorized_simulation():
     for row, code in zip(log_ratios, expected, strict=True):
         rows = []
         for rep, log_ratio in enumerate(row, start=1):
-            rows.append(measurement("baseline", rep, 1000.0))
-            rows.append(measurement("offload", rep, 1000.0 * math.exp(log_ratio)))
+            base = 1000.0 + rep  # distinct per repetition: a repeated value is a copy
+            rows.append(measurement("baseline", rep, base))
+            rows.append(measurement("offload", rep, base * math.exp(log_ratio)))
         result = decide_g3(g3_spec(), rows, {"kv_exceeds_vram": True})
         assert result["clauses"][0]["verdict"] == names[int(code)]

@@ -78,7 +78,15 @@ def test_a_spec_that_requires_power_it_cannot_reach_refuses_the_run_and_writes_n
     gate = engagement.gates.get(kind="G3")
     Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
     document = gate.current_spec.document
-    document["statistics"]["require_power"] = True  # the template's claims sit on its bars
+    # Claims on their bars (power cannot exceed the error rate there) at a 10 % noise: the
+    # shipped template's claims clear their bars, so this spec is made underpowered on purpose.
+    document["statistics"]["require_power"] = True
+    document["statistics"]["noise_cv_pct"] = 10
+    for clause in document["clauses"]:
+        if clause["change"] == "ratio":
+            clause["claimed"] = clause["at_least"]
+        else:
+            clause["claimed_pct"] = clause["at_least_pct"]
     services.gate_spec_update(actor=actor, gate=gate, document=document)
     with pytest.raises(UnderpoweredSpecError) as refused:
         services.run_create(

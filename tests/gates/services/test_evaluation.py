@@ -72,5 +72,5 @@ def test_a_g3_decision_carries_the_spec_s_operating_characteristic_into_the_evid
     services.RunSession.claim_dispatched(run.pk).evaluate()
     result = run.gate.decisions.get().result
     oc = result["operating_characteristic"]
-    assert oc["available"] and oc["noise"]["source"] == "the spec's stated CV 10 %"
-    assert oc["plan"]["looks"] == [4, 6, 8] and oc["warnings"]
+    assert oc["available"] and oc["noise"]["source"].startswith("the spec's stated CV 4 % (")
+    assert oc["plan"]["looks"] == [8, 18, 28] and "warnings" in oc

@@ -110,7 +110,7 @@ BREAKS: dict[tuple[str, str], list[Callable[[dict], None]]] = {
     ("G3", "repetitions.min"): [
         lambda s: s["repetitions"].update(min=2),
         lambda s: s["repetitions"].update(min=5),
-        lambda s: s["repetitions"].update(min=10),
+        lambda s: s["repetitions"].update(min=30),  # above max
     ],
     ("G3", "repetitions.max"): [lambda s: s["repetitions"].update(max=9)],
     ("G3", "clauses[].metric"): [_clause(0, metric="speed"), _clause(0, metric="ttft_p99")],

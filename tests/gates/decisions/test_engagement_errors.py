@@ -1,0 +1,156 @@
+"""Issue 26: a verdict that a good product can earn and that nobody can buy. The shipped G3
+template is decisive at its own stated noise, its boundaries realise at most the declared level,
+the engagement's budget holds under cancels and resets, and copied or implausibly quiet
+repetitions make a run invalid. Seeded and vectorized; every tolerance is the simulation's own
+sampling error (three binomial sd, or the Wilson 95 % half-width the OC reports)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gates.decisions import decide_g3
+from gates.decisions.clauses import parse_g3_spec
+from gates.decisions.statistics.boundaries import critical_values, null_t_statistics
+from gates.decisions.statistics.budget import error_budget, reset_cost
+from gates.decisions.statistics.operating import operating_characteristic
+from gates.decisions.statistics.signing import repetitions_for_power, signing_check
+from gates.decisions.statistics.spread import sd_from_cv
+from gates.specs.validation import default_spec
+from tests.gates.decisions.test_g3 import CONTEXT, g3_spec, measurement
+
+TEMPLATE = default_spec("G3")
+PARSED = parse_g3_spec(TEMPLATE)
+PER_SIDE = (1 - PARSED.confidence) / 2
+
+
+def three_sd(rate: float, draws: int) -> float:
+    return 3 * math.sqrt(rate * (1 - rate) / draws)
+
+
+@pytest.fixture(scope="module")
+def template_oc():
+    return operating_characteristic(TEMPLATE, gates=20_000, seed=2601)
+
+
+def test_the_template_claims_lie_strictly_above_their_bars_with_a_stated_noise_and_source():
+    for clause in PARSED.clauses:
+        assert clause.claimed is not None and clause.claimed > clause.threshold
+    rules = TEMPLATE["statistics"]
+    assert rules["noise_cv_pct"] > 0 and "G2" in rules["noise_source"]
+    assert rules["require_power"] is True
+
+
+def test_the_template_passes_at_least_80_percent_at_its_claims_and_its_stated_noise(template_oc):
+    at_claims = template_oc["gate"]["at_claims"]
+    width = at_claims["half_width_95"]["pass"]
+    assert width <= 0.006  # 20,000 gates: the figure is resolved to about half a point
+    assert at_claims["pass"] - width >= 0.80, at_claims
+    assert not template_oc["warnings"]
+
+
+def test_the_template_at_its_bars_fails_and_passes_at_most_the_declared_rate(template_oc):
+    draws = template_oc["simulated_gates"]
+    per_attempt = PER_SIDE / PARSED.statistics.attempts
+    at_bars = template_oc["gate"]["at_bars"]
+    assert at_bars["fail"] <= per_attempt + three_sd(per_attempt, draws)
+    assert at_bars["pass"] <= per_attempt + three_sd(per_attempt, draws)
+
+
+def test_over_the_engagement_no_cancel_policy_buys_a_pass_and_a_reset_adds_what_it_says(
+    template_oc,
+):
+    draws = template_oc["simulated_gates"]
+    rows = template_oc["gate"]["lifetime"]
+    assert {row["policy"] for row in rows} >= {"honest", "cancel_after_first_look", "one_reset"}
+    for row in rows:
+        assert row["pass"] <= row["declared"] + three_sd(row["declared"], draws), row
+        assert row["fail"] <= row["declared"] + three_sd(row["declared"], draws), row
+    honest = next(r for r in rows if r["policy"] == "honest" and "one cell" in r["scenario"])
+    assert honest["pass"] > PER_SIDE / 2  # the check above could fail: the bound is nearly used
+
+
+def test_the_template_repetitions_are_what_the_sample_size_search_picks_at_the_stated_noise():
+    needed = repetitions_for_power(PARSED, sd_from_cv(TEMPLATE["statistics"]["noise_cv_pct"]), 0.8)
+    assert needed is not None and needed <= PARSED.max_repetitions <= needed + 4
+
+
+@pytest.mark.parametrize("level", [0.025, 0.003125])
+def test_the_boundaries_realise_at_most_the_declared_level_on_fresh_null_paths(level):
+    """4.2 million paths of their own resolve the level to 3 sd = 2.6 % of 0.3125 %: the 7 %
+    excess of the old 2^18-path boundaries would show as 8 sd."""
+    looks, draws = (4, 6, 8), 2**22
+    crossed = (
+        null_t_statistics(looks, 1, draws, np.random.default_rng(7))
+        >= np.array(critical_values(looks, 8, level), dtype=np.float32)
+    ).any(axis=1)
+    realised = float(crossed.mean())
+    assert realised <= level + three_sd(level, draws)
+    assert realised >= level * 0.95  # conservative by its Monte Carlo error only, not more
+
+
+def test_the_budget_counts_every_attempt_that_reached_a_look_whatever_happened_to_it():
+    # canceled after a look, invalid after two, stopped before the first look
+    budget = error_budget(PARSED, [1, 2, 0])
+    assert budget["attempts_spent"] == 2 and budget["attempts_left"] == 0
+    assert budget["next_attempt"] is None
+    assert budget["error_spent"] == pytest.approx(PER_SIDE)
+    fresh = error_budget(PARSED, [0, 0, 0])
+    assert fresh["next_attempt"] == 1 and fresh["attempts_left"] == 2
+
+
+def test_a_reset_states_the_lifetime_error_it_adds_before_it_is_signed():
+    cost = reset_cost(PARSED, resets_so_far=0)
+    assert cost["lifetime_after"] == pytest.approx(2 * PER_SIDE)
+    after = error_budget(PARSED, [1, 1], resets=1)
+    assert after["attempts_left"] == 2 and after["next_attempt"] == 1
+    assert after["lifetime_error"] == pytest.approx(cost["lifetime_after"])
+
+
+def test_the_template_is_signable_at_its_stated_noise_and_a_noisy_host_gets_proposals():
+    assert signing_check(TEMPLATE, gates=4000)["signable"] is True
+    noisy = signing_check(TEMPLATE, sd_log_ratio=sd_from_cv(8), gates=4000)
+    assert noisy["signable"] is False and noisy["proposals"]
+    kinds = {proposal["kind"] for proposal in noisy["proposals"]}
+    assert "prompts" in kinds or "repetitions" in kinds
+
+
+def spread_rows(offload_ratios: list[float], baselines: list[float]) -> list[dict]:
+    rows = []
+    for rep, (base, ratio) in enumerate(zip(baselines, offload_ratios, strict=True), start=1):
+        rows.append(measurement("baseline", rep, base))
+        rows.append(measurement("offload", rep, base * ratio))
+    return rows
+
+
+SPREAD_SPEC = g3_spec(
+    statistics={"noise_cv_pct": 4, "sd_floor_fraction": 0.5, "spread_level": 0.001}
+)
+
+
+def test_identical_values_in_two_repetitions_make_the_run_invalid_naming_both():
+    rows = spread_rows([0.7, 0.71, 0.69, 0.72], [1000.0, 1010.0, 990.0, 1000.0])
+    result = decide_g3(SPREAD_SPEC, rows, CONTEXT)
+    assert result["verdict"] == "invalid"
+    (reason,) = [r for r in result["reasons"] if "exactly the value" in r]
+    assert "baseline tier 8 repetition 4" in reason and "repetition 1" in reason
+
+
+def test_a_spread_implausibly_low_for_the_stated_noise_makes_the_run_invalid():
+    bases = [1000.0 + rep for rep in range(8)]
+    quiet = [0.7 * (1 + 1e-4 * (-1) ** rep) for rep in range(8)]
+    result = decide_g3(SPREAD_SPEC, spread_rows(quiet, bases), CONTEXT)
+    assert result["verdict"] == "invalid"
+    assert any("implausibly low" in reason for reason in result["reasons"])
+
+
+def test_honest_noise_passes_the_spread_check_and_the_floor_is_half_the_stated_noise():
+    rng = np.random.default_rng(26)
+    ratios = list(0.6 * np.exp(rng.normal(0, sd_from_cv(4), 8)))
+    bases = [1000.0 + rep for rep in range(8)]
+    result = decide_g3(SPREAD_SPEC, spread_rows(ratios, bases), CONTEXT)
+    assert result["verdict"] == "pass"
+    assert next(c for c in result["validity"] if c["check"] == "spread")["ok"] is True
+    assert result["clauses"][0]["sd_floor"] == pytest.approx(0.5 * sd_from_cv(4))
