@@ -9,12 +9,15 @@ from gates.tenancy import viewer_for_user
 from tests.conftest import make_user
 
 
-def sign_as_both(gate: Gate) -> GateSpec:
+def sign_as_both(gate: Gate, *, acknowledge_underpowered: bool = False) -> GateSpec:
     """A vendor admin and the customer's owner sign the gate's latest version."""
     spec = gate.current_spec
     for user in _signers(gate.engagement.organization):
         services.gate_spec_sign(
-            actor=services.Actor(user=user, label="test"), viewer=viewer_for_user(user), spec=spec
+            actor=services.Actor(user=user, label="test"),
+            viewer=viewer_for_user(user),
+            spec=spec,
+            acknowledge_underpowered=acknowledge_underpowered,
         )
     return spec
 

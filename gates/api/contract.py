@@ -24,7 +24,15 @@ class SignatureSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SpecSignature
-        fields = ["party", "digest", "signed_by", "signed_at", "key_fingerprint", "ssh_signature"]
+        fields = [
+            "party",
+            "digest",
+            "signed_by",
+            "signed_at",
+            "key_fingerprint",
+            "ssh_signature",
+            "acknowledged_power",
+        ]
 
 
 class SpecBriefSerializer(serializers.ModelSerializer):
@@ -160,6 +168,13 @@ class SignInput(serializers.Serializer):
         max_length=4000,
         help_text="Optional: `ssh-keygen -Y sign -n tollgate-spec` over the digest, armored.",
     )
+    acknowledge_underpowered = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Sign a G3 spec that requires power although its gate cannot reach it at "
+        "the known noise (the refusal names its power and what would make it decisive); the "
+        "acknowledgement is kept with the signature and shown wherever the verdict is.",
+    )
 
 
 def _object_body(body: object, field: str) -> dict:
@@ -188,6 +203,7 @@ class GateSpecSignApi(APIView):
             spec=spec,
             digest=data.validated_data.get("digest"),
             ssh_signature=data.validated_data.get("ssh_signature", ""),
+            acknowledge_underpowered=data.validated_data["acknowledge_underpowered"],
         )
         return _spec_response(gate, spec)
 

@@ -74,6 +74,13 @@ class RunSerializer(serializers.ModelSerializer):
     progress = ProgressSerializer(source="*")
     soak = serializers.SerializerMethodField()
     log_tail = serializers.SerializerMethodField()
+    spent_attempt = serializers.SerializerMethodField(
+        help_text="Whether this run spent its attempt's share of the gate's error budget: a "
+        "verdict that tested something, or a run past its first look, canceled or not."
+    )
+
+    def get_spent_attempt(self, run: Run) -> bool:
+        return services.run_spent_attempt(run)
 
     @extend_schema_field(LogWindowSerializer)
     def get_log_tail(self, run: Run) -> dict:
@@ -109,6 +116,8 @@ class RunSerializer(serializers.ModelSerializer):
             "finished_at",
             "heartbeat_at",
             "cancel_requested_at",
+            "cancel_reason",
+            "spent_attempt",
             "soak",
             "log_tail",
         ]
@@ -238,13 +247,26 @@ def _log_offset(text: str | None) -> int | None:
         raise serializers.ValidationError({"after": error.detail}) from error
 
 
+class RunCancelSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=500,
+        help_text="Why the run is canceled (at least 10 characters); kept with the run and "
+        "in the audit log.",
+    )
+
+
 class RunCancelApi(APIView):
-    @extend_schema(request=None, responses={202: RunSerializer})
+    @extend_schema(request=RunCancelSerializer, responses={202: RunSerializer})
     def post(self, request, pk: int):
         viewer = viewer_for_request(request)
         run = get_visible_or_404(Run, viewer, pk=pk)
+        given = RunCancelSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
         run = services.run_cancel(
-            actor=services.Actor.from_request(request), viewer=viewer, run=run
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            run=run,
+            reason=given.validated_data["reason"],
         )
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

@@ -34,6 +34,19 @@ def check_spec_signatures(rows: object, digest: str | None, report: Report) -> N
             report.problems.append(f"{who}: signed digest {row.get('digest')}, not the spec's")
         else:
             check_ssh_signature(who, row, digest, report)
+            _note_acknowledged_power(who, row.get("acknowledged_power"), report)
+
+
+def _note_acknowledged_power(who: str, acknowledged: object, report: Report) -> None:
+    """An underpowered spec signed knowingly: the verdict's reader must see it."""
+    if not isinstance(acknowledged, dict):
+        return
+    power, wanted = acknowledged.get("power"), acknowledged.get("min_power")
+    if isinstance(power, (int, float)) and isinstance(wanted, (int, float)):
+        report.notes.append(
+            f"{who}: signed acknowledging the spec is underpowered (the gate passes {power:.0%} "
+            f"at its claims at {acknowledged.get('noise')}, under the {wanted:.0%} it wants)"
+        )
 
 
 def check_ssh_signature(who: str, row: dict, digest: str, report: Report) -> None:

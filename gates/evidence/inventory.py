@@ -47,8 +47,9 @@ def held_as_of(decision: Decision) -> datetime:
 
 
 def signature_record(row: SpecSignature | InventorySignature) -> dict:
-    """One party's signature over a digest, with the SSHSIG where they signed with their key."""
-    return {
+    """One party's signature over a digest, with the SSHSIG where they signed with their key,
+    and, where they signed a G3 spec acknowledging it underpowered, the power they were shown."""
+    record = {
         "party": row.party,
         "digest": row.digest,
         "signed_by": row.signed_by.get_username() if row.signed_by else None,
@@ -56,6 +57,10 @@ def signature_record(row: SpecSignature | InventorySignature) -> dict:
         "key_fingerprint": row.key.fingerprint if row.key else None,
         "ssh_signature": row.ssh_signature,
     }
+    acknowledged = getattr(row, "acknowledged_power", None)
+    if acknowledged is not None:  # absent otherwise: bundles sealed before it stay byte-identical
+        record["acknowledged_power"] = acknowledged
+    return record
 
 
 def _amendment(amendment: InventoryAmendment, as_of: datetime) -> dict:

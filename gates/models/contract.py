@@ -30,6 +30,9 @@ class SpecSignature(AppendOnlyModel):
         "gates.PartyKey", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     ssh_signature = models.TextField(blank=True)
+    # Set when the signer acknowledged an underpowered G3 spec: the gate's power at its claims
+    # at the noise known then, the noise's source and what would have made it decisive.
+    acknowledged_power = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["spec", "signed_at", "id"]

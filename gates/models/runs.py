@@ -62,6 +62,7 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancel_reason = models.CharField(max_length=500, blank=True)  # who asked said why
     last_dispatched_at = models.DateTimeField(null=True, blank=True)
     # Which task is driving the run right now, and until when its claim holds: a duplicate
     # delivery finds it claimed and leaves; a killed worker's claim simply expires.

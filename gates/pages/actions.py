@@ -58,7 +58,12 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     viewer = viewer_for_request(request)
     run = get_visible_or_404(Run, viewer, pk=pk)
     try:
-        services.run_cancel(actor=services.Actor.from_request(request), viewer=viewer, run=run)
+        services.run_cancel(
+            actor=services.Actor.from_request(request),
+            viewer=viewer,
+            run=run,
+            reason=request.POST.get("reason", ""),
+        )
         messages.info(request, "Cancel requested; the worker stops the host's processes.")
     except ServiceError as error:
         messages.error(request, error.detail)
@@ -132,6 +137,7 @@ def spec_sign(request: HttpRequest, pk: int) -> HttpResponse:
             spec=spec,
             digest=request.POST.get("digest") or None,
             ssh_signature=request.POST.get("ssh_signature", ""),
+            acknowledge_underpowered=request.POST.get("acknowledge_underpowered") == "on",
         )
         messages.info(request, f"Signed spec v{spec.version}.")
     except (ServiceError, PageInputError) as error:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gates.decisions.clauses import parse_g3_spec
+from gates.decisions.statistics.budget import reset_cost
 from gates.models import Gate, GateSpec
 from gates.selectors import (
     gate_counted_decisions,
@@ -12,7 +14,9 @@ from gates.selectors import (
     gate_spec_proposed,
     spec_changes_from_force,
 )
+from gates.services.contract.power import spec_power
 from gates.specs.diff import FieldChange, show, spec_changes
+from gates.specs.validation import parse_spec
 from gates.tenancy import Viewer
 
 
@@ -33,6 +37,11 @@ class GateContract:
     readable: list[tuple[str, str]] = field(default_factory=list)
     previous: GateSpec | None = None
     previous_changes: list[FieldChange] = field(default_factory=list)
+    # G3: the latest version's power at its claims when it requires power and this viewer may
+    # still sign it (an underpowered one needs an acknowledgement), and what one more
+    # stop-loss reset adds to the engagement's error before both sign it.
+    power: dict | None = None
+    reset_cost: dict | None = None
 
 
 def gate_contract(gate: Gate, spec: GateSpec, viewer: Viewer) -> GateContract:
@@ -57,7 +66,28 @@ def gate_contract(gate: Gate, spec: GateSpec, viewer: Viewer) -> GateContract:
         readable=spec_fields(spec.document),
         previous=previous,
         previous_changes=spec_changes(previous.document, spec.document) if previous else [],
+        power=_power_to_sign(spec) if party and party not in signed else None,
+        reset_cost=_reset_cost(gate, spec),
     )
+
+
+def _power_to_sign(spec: GateSpec) -> dict | None:
+    if not (spec.document.get("statistics") or {}).get("require_power"):
+        return None
+    return spec_power(spec)
+
+
+def _reset_cost(gate: Gate, spec: GateSpec) -> dict | None:
+    """A G3 spec with an error budget: what the next reset adds, in percent per side."""
+    if gate.kind != Gate.Kind.G3 or not spec.document.get("statistics"):
+        return None
+    parsed = parse_g3_spec(parse_spec(spec.document, "G3"))
+    cost = reset_cost(parsed, gate.resets.filter(effective_at__isnull=False).count())
+    return {
+        "before_pct": 100 * cost["lifetime_before"],
+        "after_pct": 100 * cost["lifetime_after"],
+        "attempts_added": cost["attempts_added"],
+    }
 
 
 def spec_fields(document: dict) -> list[tuple[str, str]]:

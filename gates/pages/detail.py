@@ -22,6 +22,7 @@ from gates.pages.soak import view as soakview
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
 from gates.selectors import engagement_last_host_id, gate_clauses
+from gates.services.runs.attempts import run_spent_attempt
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.program.sequence import has_program
 
@@ -136,6 +137,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "log": runs.run_log_window(run),
             "decision": run.decisions.filter(kind=Decision.Kind.ENGINE).first(),
             "can_cancel": viewer.can("run.cancel") and not run.is_ended,
+            "spent_attempt": (run_spent_attempt(run) if run.gate.kind == Gate.Kind.G3 else None),
             "soak": soak,
             "can_control_soak": bool(soak)
             and viewer.can("soak.control")

@@ -22,6 +22,16 @@ def number(value: object, digits: int = 3) -> str:
     return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
 
 
+def share(fraction: object) -> str:
+    """A probability or share (0.86) as a percent: "86 %", one decimal under 10 % ("2.5 %")."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        return DASH
+    if not math.isfinite(fraction):
+        return DASH
+    percent = 100 * fraction
+    return f"{percent:.0f} %" if abs(percent) >= 10 else f"{percent:.1f} %"
+
+
 def shown(value: object) -> str:
     """Any decided value: numbers as `number` writes them, lists joined, None a dash."""
     if isinstance(value, (list, tuple)):

@@ -36,6 +36,28 @@ def _outcome(row: dict) -> dict:
     }
 
 
+def _with_error(row: dict) -> dict:
+    """A gate row with its simulation's own 95 % sampling error on pass and fail."""
+    shown = _outcome(row)
+    half = row.get("half_width_95") or {}
+    for side in ("pass", "fail"):
+        if side in half:
+            shown[side] = f"{row[side]:.1%} ± {half[side]:.1%}"
+    return shown
+
+
+def _lifetime(row: dict) -> dict:
+    half = row["half_width_95"]
+    return {
+        "scenario": row["scenario"],
+        "policy": row["policy_text"],
+        "pass": f"{row['pass']:.1%} ± {half['pass']:.1%}",
+        "fail": f"{row['fail']:.1%} ± {half['fail']:.1%}",
+        "attempts": f"{row['attempts']:.2f}",
+        "declared": f"{row['declared']:.1%}",
+    }
+
+
 def _operating(found: dict) -> dict:
     gate = found["gate"]
     hours = gate["at_claims"].get("host_hours")
@@ -46,8 +68,9 @@ def _operating(found: dict) -> dict:
         f"error budget split over {found['plan']['attempts']} attempt(s); "
         f"{found['plan']['cells']} cells; {found['simulated_gates']} simulated gates per row",
         "warnings": found["warnings"],
-        "at_claims": {**_outcome(gate["at_claims"]), "host_hours": hours},
-        "at_bars": _outcome(gate["at_bars"]),
+        "at_claims": {**_with_error(gate["at_claims"]), "host_hours": hours},
+        "at_bars": _with_error(gate["at_bars"]),
+        "lifetime": [_lifetime(row) for row in gate.get("lifetime") or []],
         "clauses": [_clause(clause) for clause in found["clauses"]],
     }
 

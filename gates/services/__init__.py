@@ -65,6 +65,7 @@ from gates.services.hosts.cleanup import (
 )
 from gates.services.hosts.onboarding import host_connection_check, host_scan
 from gates.services.planning import engagement_kv_plan_save
+from gates.services.runs.attempts import run_spent_attempt
 from gates.services.runs.evaluation import run_decision_context, run_evaluate
 from gates.services.runs.lifecycle import (
     GateNotRunnableError,
@@ -169,6 +170,7 @@ __all__ = [
     "run_invalid",
     "run_mark_canceled",
     "run_remote_dirs",
+    "run_spent_attempt",
     "run_upload_decide",
     "run_upload_record",
     "runs_due_for_retry",

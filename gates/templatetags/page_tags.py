@@ -10,5 +10,6 @@ from gates.pages import formatting
 register = template.Library()
 register.filter("number", formatting.number)
 register.filter("shown", formatting.shown)
+register.filter("share", formatting.share)
 register.filter("duration", formatting.duration)
 register.filter("moment", formatting.moment)

@@ -239,5 +239,7 @@ class TestAmdHostsOverSsh:
         assert check.state == "done"
         assert "host matches the" in run.log and "fit to measure" in run.log
         assert "not checked" not in run.log
-        services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
+        services.run_cancel(
+            actor=actor, viewer=vendor_viewer, run=run, reason="the test stops this run"
+        )
         assert drive(run).state == "canceled"

@@ -73,7 +73,9 @@ def test_cancel_through_a_worker_ends_the_run_within_ten_seconds(
         lambda: run.steps.filter(state="started", name__contains="c=").exists(), 120, worker
     )
     asked = time.monotonic()
-    services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
+    services.run_cancel(
+        actor=actor, viewer=vendor_viewer, run=run, reason="the test stops this run"
+    )
     wait_or_show(lambda: Run.objects.get(pk=run.pk).state == "canceled", 10, worker)
     assert time.monotonic() - asked < 10
     assert wait_for(lambda: host_processes_gone(run), timeout=10)

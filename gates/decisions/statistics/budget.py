@@ -39,6 +39,13 @@ def attempt_spent(looks_reached: int) -> bool:
     return looks_reached >= 1
 
 
+def looks_reached(min_repetitions: int, max_repetitions: int, complete_repetitions: int) -> int:
+    """How many of the attempt's planned looks its complete repetitions (every cell measured)
+    reached: what `attempt_spent` judges a run by, whatever ended it."""
+    plan = SequentialPlan(min_repetitions, max_repetitions, confidence=0.95)  # looks only
+    return sum(look <= complete_repetitions for look in plan.looks)
+
+
 def error_budget(parsed: G3Terms, looks_reached: Sequence[int], resets: int = 0) -> ErrorBudget:
     """Where the gate's budget stands: `looks_reached` holds one entry per past attempt of the
     gate (every run, canceled ones too), `resets` the signed stop-loss resets. `next_attempt`

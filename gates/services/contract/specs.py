@@ -16,6 +16,7 @@ from gates.models import Gate, GateSpec, Party, SpecSignature, StopLossReset, Ve
 from gates.selectors import gate_counted_decisions, gate_spec_in_force
 from gates.services.alerts.outbox import alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
+from gates.services.contract.power import spec_power_check_signing
 from gates.services.contract.signing_keys import ssh_signature_check
 from gates.services.runs.lifecycle import decision_record
 from gates.services.runs.readouts import gate_readout_refresh
@@ -142,8 +143,10 @@ def gate_spec_sign(
     spec: GateSpec,
     digest: str | None = None,
     ssh_signature: str = "",
+    acknowledge_underpowered: bool = False,
 ) -> GateSpec:
-    """Sign the latest version for the viewer's party, bound to its digest; it is frozen."""
+    """Sign the latest version for the viewer's party, bound to its digest; it is frozen. An
+    underpowered G3 spec is signed only with `acknowledge_underpowered` (contract.power)."""
     party = viewer.signing_party
     if party is None:
         raise NotAllowedError("only a vendor admin or a customer owner may sign a spec")
@@ -157,6 +160,7 @@ def gate_spec_sign(
         existing = spec.signature(party)
         if existing is not None:
             return spec
+        acknowledged = spec_power_check_signing(spec, acknowledge=acknowledge_underpowered)
         key = ssh_signature_check(viewer, spec.digest, ssh_signature) if ssh_signature else None
         now = timezone.now()
         SpecSignature.objects.create(
@@ -167,6 +171,7 @@ def gate_spec_sign(
             signed_at=now,
             key=key,
             ssh_signature=ssh_signature.strip(),
+            acknowledged_power=acknowledged,
         )
         spec.frozen_at = spec.frozen_at or now
         spec.save(update_fields=["frozen_at"])
@@ -182,6 +187,7 @@ def gate_spec_sign(
                 "digest": spec.digest,
                 "key": key.fingerprint if key else None,
                 "in_force": spec.in_force,
+                "acknowledged_power": acknowledged and acknowledged["power"],
             },
         )
     return spec

@@ -1,23 +1,25 @@
 """A G3 gate's attempts: how many have spent its error budget, refusing one beyond the spec's
-cap (or, when the spec requires it, one its operating characteristic says cannot reach the
-wanted power), and what the engine needs to know (which attempt, the G2 noise floor).
+cap, and what the engine needs to know (which attempt, the G2 noise floor). Power before a run
+is gates.services.contract.power.
 
-The spec splits its error budget across `statistics.attempts` (docs/decisions.md), so an
-attempt that reached a clause verdict (pass, fail or inconclusive) spends its share whatever
-the spec version; invalid and infra_error attempts tested nothing and spend none. A rehearsal
-(a run on a version not yet signed by both parties) counts for nothing, so it spends nothing:
-its data never feeds a counted verdict. A signed stop-loss reset starts the count again.
+The spec splits its error budget across `statistics.attempts` (docs/decisions.md), and the
+rule is the engine's (`gates.decisions.statistics.budget`): an attempt spends its share once it
+reached a clause verdict (pass, fail or inconclusive), or once its run reached its first planned
+look whatever ended it afterwards (canceled, invalid, infra_error): its interim data could be
+seen, so a cancel must not buy a fresh draw. A run stopped before its first look tested nothing
+and spends nothing. A rehearsal (a run on a version not yet signed by both parties) counts for
+nothing, so it spends nothing: its data never feeds a counted verdict. A signed stop-loss reset
+starts the count again.
 """
 
 from __future__ import annotations
 
+from django.db.models import Count
+
+from gates.decisions.statistics.budget import attempt_spent, looks_reached
 from gates.errors import ServiceError
-from gates.models import Gate, Verdict
-from gates.selectors import (
-    engagement_noise_floor,
-    gate_counted_decisions,
-    gate_operating_characteristic,
-)
+from gates.models import Decision, Gate, Run, Verdict
+from gates.selectors import engagement_noise_floor, gate_last_reset_at
 
 SPENDING = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
 
@@ -30,9 +32,38 @@ class AttemptsSpentError(ServiceError):
 
 
 def gate_attempts_spent(gate: Gate) -> int:
-    """Counted engine decisions of this gate (no rehearsals, none before a reset) that reached
-    a clause verdict."""
-    return gate_counted_decisions(gate).filter(verdict__in=SPENDING).count()
+    """Counted attempts of this gate (no rehearsals, none before the last reset) that spent
+    their share of the error budget."""
+    return sum(run_spent_attempt(run) for run in _counted_runs(gate))
+
+
+def run_spent_attempt(run: Run) -> bool:
+    """Whether this run spent its attempt's share: a verdict that tested something, or, for
+    G3, an ended run whose complete repetitions reached the spec's first look."""
+    if run.rehearsal:
+        return False
+    decided = run.decisions.filter(kind=Decision.Kind.ENGINE, rehearsal=False)
+    if decided.filter(verdict__in=SPENDING).exists():
+        return True
+    if run.state not in Run.ENDED or run.spec.document.get("gate") != "G3":
+        return False
+    repetitions = run.spec.document["repetitions"]
+    reached = looks_reached(repetitions["min"], repetitions["max"], run_complete_repetitions(run))
+    return attempt_spent(reached)
+
+
+def run_complete_repetitions(run: Run) -> int:
+    """Repetitions in which every cell (arm x tier) of the run's spec was measured."""
+    document = run.spec.document
+    cells = len(document.get("arms") or {}) * len(document.get("tiers") or [])
+    per_repetition = run.measurements.values("repetition").annotate(cells=Count("id"))
+    return sum(1 for row in per_repetition if cells and row["cells"] >= cells)
+
+
+def _counted_runs(gate: Gate):
+    runs = gate.runs.filter(rehearsal=False).select_related("spec")
+    reset_at = gate_last_reset_at(gate)
+    return runs if reset_at is None else runs.filter(created_at__gt=reset_at)
 
 
 def gate_attempts_allowed(document: dict) -> int | None:
@@ -50,34 +81,6 @@ def gate_check_attempts_left(gate: Gate) -> None:
             f"{gate.kind} has used {spent} of the {allowed} attempts its spec allows: the error "
             "budget is spent (a vendor admin may stop the engagement or waive the gate)",
             field="statistics.attempts",
-        )
-
-
-class UnderpoweredSpecError(ServiceError):
-    """The spec requires power at its claims that it cannot reach at the measured noise."""
-
-    code = "underpowered"
-    status = 409
-
-
-def gate_check_power(gate: Gate) -> None:
-    """With `statistics.require_power`, refuse an attempt whose gate would pass less often than
-    `min_power` with every clause at its claimed effect (the operating characteristic)."""
-    rules = gate.current_spec.document.get("statistics") or {}
-    if gate.kind != Gate.Kind.G3 or not rules.get("require_power"):
-        return
-    found = gate_operating_characteristic(gate)
-    if not found or not found["available"]:
-        raise UnderpoweredSpecError(
-            "the spec requires power but no noise is known (run G2 or state noise_cv_pct)",
-            field="statistics.require_power",
-        )
-    power, wanted = found["gate"]["at_claims"]["pass"], found["min_power"]
-    if power < wanted:
-        raise UnderpoweredSpecError(
-            f"at the measured noise the gate passes {power:.0%} of the time with every clause at "
-            f"its claimed effect; the spec requires {wanted:.0%}",
-            field="statistics.require_power",
         )
 
 

@@ -30,14 +30,11 @@ from gates.selectors import gate_counted_decisions
 from gates.services import pokes
 from gates.services.alerts.events import alert_gate_failed, alert_gate_verdict, alert_run_error
 from gates.services.audit import Actor, audit_record
+from gates.services.contract.power import gate_check_power
 from gates.services.engagements import gate_move, gate_open_next
 from gates.services.hosts.access import run_values_check
 from gates.services.hosts.cleanup import host_require_clean
-from gates.services.runs.attempts import (
-    gate_attempts_exhausted,
-    gate_check_attempts_left,
-    gate_check_power,
-)
+from gates.services.runs.attempts import gate_attempts_exhausted, gate_check_attempts_left
 from gates.services.runs.readouts import gate_readout_refresh
 from gates.tenancy import Viewer
 from runners.program.sequence import has_program
@@ -214,21 +211,34 @@ def run_fail(*, run_id: int, outcome: str, reason: str) -> Run | None:
     return run
 
 
-def run_cancel(*, actor: Actor, viewer: Viewer, run: Run) -> Run:
-    """Cancel a run: a queued run ends at once; a running one is stopped by its worker."""
+MIN_CANCEL_REASON_CHARS = 10
+
+
+def run_cancel(*, actor: Actor, viewer: Viewer, run: Run, reason: str) -> Run:
+    """Cancel a run, saying why: a queued run ends at once; a running one is stopped by its
+    worker. A G3 run that reached its first look has spent its attempt's share of the error
+    budget all the same (gates.services.runs.attempts), and its repetitions stay on record."""
     if not viewer.can("run.cancel"):
         raise NotAllowedError("you may not cancel runs")
+    reason = " ".join((reason or "").split())
+    if len(reason) < MIN_CANCEL_REASON_CHARS:
+        raise ServiceError(
+            f"say why the run is canceled, in at least {MIN_CANCEL_REASON_CHARS} characters "
+            "(it is kept with the run and in the audit log)",
+            field="reason",
+        )
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("gate__engagement").get(pk=run.pk)
-        detail = {"state_before": run.state}
+        detail = {"state_before": run.state, "reason": reason[:500]}
         if run.state == Run.State.QUEUED or (
             run.state == Run.State.RUNNING and run.host_id is None
         ):
-            _end(run, Run.State.CANCELED, "", "canceled before it started")
+            _end(run, Run.State.CANCELED, "", f"canceled before it started: {reason}")
             _gate_after_run_without_verdict(run.gate)
         elif run.state == Run.State.RUNNING and run.cancel_requested_at is None:
             run.cancel_requested_at = timezone.now()
-            run.save(update_fields=["cancel_requested_at"])
+            run.cancel_reason = reason[:500]
+            run.save(update_fields=["cancel_requested_at", "cancel_reason"])
             _dispatch_on_commit(run)
         else:
             detail["ignored"] = "already ended or cancel already requested"
@@ -248,7 +258,8 @@ def run_mark_canceled(*, run_id: int, reason: str = "canceled") -> Run | None:
         run = _lock_active(run_id)
         if run is None:
             return None
-        _end(run, Run.State.CANCELED, "", reason)
+        asked = f"canceled: {run.cancel_reason}; " if run.cancel_reason else ""
+        _end(run, Run.State.CANCELED, "", asked + reason)
         _gate_after_run_without_verdict(run.gate)
     return run
 
@@ -371,3 +382,8 @@ def _gate_after_run_without_verdict(gate: Gate) -> None:
         return
     decided_before = gate.decisions.filter(kind=Decision.Kind.ENGINE, rehearsal=False).exists()
     gate_move(gate, Gate.State.DECIDED if decided_before else Gate.State.READY)
+    # A canceled or broken G3 run past its first look spent an attempt: the last one spent
+    # without a pass opens stop-loss review as a spent inconclusive does.
+    if not gate.stop_loss_review and gate_attempts_exhausted(gate, gate.current_spec.document):
+        gate.stop_loss_review = True
+        gate.save(update_fields=["stop_loss_review"])

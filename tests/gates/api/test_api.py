@@ -153,8 +153,22 @@ def test_cancelling_a_queued_run_ends_it(vendor_api, engagement, host):
     run = vendor_api.post(
         reverse("api:gate-runs", args=[gate.pk]), {"host": host.name}, format="json"
     ).json()
-    response = vendor_api.post(reverse("api:run-cancel", args=[run["id"]]))
+    refused = vendor_api.post(reverse("api:run-cancel", args=[run["id"]]), {}, format="json")
+    assert refused.status_code == 400 and refused.json()["field"] == "reason"
+    too_short = vendor_api.post(
+        reverse("api:run-cancel", args=[run["id"]]), {"reason": "because"}, format="json"
+    )
+    assert too_short.status_code == 400 and too_short.json()["field"] == "reason"
+    response = vendor_api.post(
+        reverse("api:run-cancel", args=[run["id"]]),
+        {"reason": "the host is needed for a driver update"},
+        format="json",
+    )
     assert response.status_code == 202 and response.json()["state"] == "canceled"
+    assert response.json()["reason"] == (
+        "canceled before it started: the host is needed for a driver update"
+    )
+    assert response.json()["spent_attempt"] is False
     assert Host.objects.get(pk=host.pk).lease_run is None
 
 

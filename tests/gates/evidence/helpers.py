@@ -27,8 +27,10 @@ def g1_upload_decision(api, actor, engagement) -> Decision:
     return gate.decisions.get()
 
 
-def g3_upload_decision(api, actor, viewer, engagement, host, passed=("G1", "G2")) -> Decision:
-    gate = g3_upload_gate(actor, viewer, engagement, host, passed)
+def g3_upload_decision(
+    api, actor, viewer, engagement, host, passed=("G1", "G2"), acknowledged_underpowered=False
+) -> Decision:
+    gate = g3_upload_gate(actor, viewer, engagement, host, passed, acknowledged_underpowered)
     run = upload_run(api, gate)
     for repetition in (1, 2, 3, 4):
         for arm in ("baseline", "offload"):

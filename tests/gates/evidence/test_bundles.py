@@ -55,6 +55,18 @@ def test_a_g3_upload_bundle_verifies_and_recomputes_to_its_verdict(g3_bundle):
     assert "runs/attempt-1/files/offload-c8-r4/metrics-after.txt" in names
 
 
+def test_an_underpowered_spec_signed_knowingly_is_named_by_the_offline_verifier(
+    api, actor, vendor_viewer, engagement, host
+):
+    decision = g3_upload_decision(
+        api, actor, vendor_viewer, engagement, host, acknowledged_underpowered=True
+    )
+    report = verify_bundle(bundle_for_decision(decision)[0], public_key=server_key())
+    assert report.ok, report.problems
+    named = [note for note in report.notes if "acknowledging the spec is underpowered" in note]
+    assert len(named) == 2 and all("under the 80%" in note for note in named)
+
+
 def test_building_twice_gives_identical_bytes_and_one_seal(
     api, actor, vendor_viewer, engagement, host
 ):

@@ -89,7 +89,12 @@ def test_the_list_costs_the_same_queries_for_two_hosts_or_twelve(
         for index in range(first, last):
             host = make_host(customer_org, name=f"gpu-{index}")
             services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
-            services.run_cancel(actor=actor, viewer=vendor_viewer, run=host.runs.get())
+            services.run_cancel(
+                actor=actor,
+                viewer=vendor_viewer,
+                run=host.runs.get(),
+                reason="the test stops this run",
+            )
 
     add_hosts(0, 2)
     count()  # the session's first read also pushes its idle expiry (once a minute)

@@ -24,6 +24,11 @@ def test_the_g3_page_shows_what_the_spec_can_decide_at_the_g2_noise_and_each_rep
     assert f"{noise['sd_log_ratio']:.3f} (the G2 A/A noise of ttft_p50)" in html
     # The gate's chances with every clause at its claimed effect, before anyone signs.
     assert "every clause at its claimed effect" in html
+    # The OC's own sampling error and the whole engagement (cancels, resets), 20,000 gates a row.
+    assert "20000 simulated gates per row" in html and " ± " in html
+    assert (
+        'id="lifetime"' in html and "cancel every attempt still open after its first look" in html
+    )
     first = decision.result["clauses"][0]
     assert first["shown"]["look"] in html and first["shown"]["interval"] in html
     assert f"r1 {first['pairs'][0]['ratio']:.3g}x" in html

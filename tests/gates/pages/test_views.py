@@ -139,7 +139,9 @@ def test_the_host_picker_offers_the_host_this_engagements_last_run_used(
     second = make_host(customer_org, name="b-second")
     g1 = engagement.gates.get(kind="G1")
     run = services.run_create(actor=actor, viewer=vendor_viewer, gate=g1, host=second)
-    services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
+    services.run_cancel(
+        actor=actor, viewer=vendor_viewer, run=run, reason="the test stops this run"
+    )
     client.force_login(vendor_admin)
     page = client.get(reverse("gates:gate-detail", args=[g1.pk])).content.decode()
     assert f'<option value="{second.pk}" selected>' in page

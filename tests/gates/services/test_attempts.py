@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from gates import services
-from gates.errors import IllegalTransitionError
-from gates.models import Gate, Run
+from gates.errors import IllegalTransitionError, ServiceError
+from gates.models import Gate, Measurement, Run
+from gates.services.contract.power import UnderpoweredSpecError
 from gates.services.runs.attempts import (
     AttemptsSpentError,
-    UnderpoweredSpecError,
     g3_decision_context,
     gate_attempts_spent,
     gate_check_attempts_left,
@@ -103,3 +103,70 @@ def test_a_spec_that_requires_power_it_cannot_reach_refuses_the_run_and_writes_n
     services.run_create(
         actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
     )
+
+
+def measured_repetitions(run: Run, repetitions: int) -> None:
+    """Every cell (arm x tier) of the run's spec measured in repetitions 1..N, as an interim
+    look would see them."""
+    document = run.spec.document
+    for repetition in range(1, repetitions + 1):
+        for arm in document["arms"]:
+            for tier in document["tiers"]:
+                Measurement.objects.create(
+                    run=run, arm=arm, tier=tier, repetition=repetition, metrics={"ttft_p50": 1.0}
+                )
+
+
+def canceled_attempt(actor, viewer, gate: Gate, repetitions: int) -> Run:
+    run = services.run_create(
+        actor=actor, viewer=viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+    )
+    measured_repetitions(run, repetitions)
+    services.run_cancel(actor=actor, viewer=viewer, run=run, reason="the interim looked weak")
+    run.refresh_from_db()
+    return run
+
+
+def test_a_cancel_after_the_first_look_spends_the_attempt_and_one_before_it_does_not(
+    actor, vendor_viewer, engagement
+):
+    """Canceling when the interim result looks weak must not buy a fresh draw (issue 26)."""
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
+    first_look = gate.current_spec.document["repetitions"]["min"]
+    early = canceled_attempt(actor, vendor_viewer, gate, first_look - 1)
+    assert early.state == Run.State.CANCELED and "the interim looked weak" in early.reason
+    assert not services.run_spent_attempt(early) and gate_attempts_spent(gate) == 0
+    assert early.measurements.count() > 0  # its repetitions stay on record
+    late = canceled_attempt(actor, vendor_viewer, gate, first_look)
+    assert services.run_spent_attempt(late) and gate_attempts_spent(gate) == 1
+    assert g3_decision_context(gate)["attempt"] == 2
+
+
+def test_canceling_the_last_attempt_past_its_look_opens_review_and_refuses_another_run(
+    actor, vendor_viewer, engagement
+):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
+    first_look = gate.current_spec.document["repetitions"]["min"]
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    canceled_attempt(actor, vendor_viewer, gate, first_look)
+    gate.refresh_from_db()
+    assert gate.stop_loss_review
+    with pytest.raises(AttemptsSpentError):
+        gate_check_attempts_left(gate)
+
+
+def test_a_cancel_without_a_reason_is_refused_and_changes_nothing(actor, vendor_viewer, engagement):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    run = services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+    )
+    with pytest.raises(ServiceError) as refused:
+        services.run_cancel(actor=actor, viewer=vendor_viewer, run=run, reason="  no  ")
+    assert refused.value.field == "reason"
+    run.refresh_from_db()
+    assert not run.is_ended

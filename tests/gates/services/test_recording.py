@@ -103,7 +103,9 @@ def test_the_task_after_a_handover_keeps_the_run_s_start_time(queued):
 
 
 def test_a_dispatched_task_never_drives_an_ended_run(queued, actor, vendor_viewer):
-    services.run_cancel(actor=actor, viewer=vendor_viewer, run=queued)
+    services.run_cancel(
+        actor=actor, viewer=vendor_viewer, run=queued, reason="the test stops this run"
+    )
     assert services.RunSession.claim_dispatched(queued.pk) is None
     run = Run.objects.get(pk=queued.pk)
     assert run.state == Run.State.CANCELED and not run.driver_token

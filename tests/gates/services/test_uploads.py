@@ -130,7 +130,9 @@ def test_an_unreadable_probe_file_is_refused_naming_the_file(api, engagement):
     assert not Artifact.objects.filter(run_id=run["id"]).exists()
 
 
-def g3_upload_gate(actor, vendor_viewer, engagement, host, passed=("G1", "G2")):
+def g3_upload_gate(
+    actor, vendor_viewer, engagement, host, passed=("G1", "G2"), acknowledged_underpowered=False
+):
     for kind in passed:
         pass_gate(actor, vendor_viewer, engagement, kind, host)
     gate = engagement.gates.get(kind="G3")
@@ -147,8 +149,15 @@ def g3_upload_gate(actor, vendor_viewer, engagement, host, passed=("G1", "G2")):
         }
     ]
     document["validity"].update(require_kv_exceeds_vram=False, min_external_hit_rate=0)
+    # Hand-made numbers with one exact ratio per cell, four repetitions: this gate proves the
+    # upload path, not the power or spread rules (tests/gates/decisions hold those to account).
+    # Or, to show an underpowered spec signed knowingly: its one clause claims no effect, so
+    # its power at the claim is at most its error rate, and both parties acknowledge it.
+    document["statistics"]["require_power"] = acknowledged_underpowered
+    document["statistics"].pop("sd_floor_fraction", None)
+    document["statistics"].pop("spread_level", None)
     services.gate_spec_update(actor=actor, gate=gate, document=document)
-    sign_as_both(gate)
+    sign_as_both(gate, acknowledge_underpowered=acknowledged_underpowered)
     return gate
 
 

@@ -228,7 +228,9 @@ def test_cancel_mid_g3_stops_the_host_processes_within_seconds(
     run = drive(
         run, until=lambda r: r.steps.filter(state="started", name__contains="c=16").exists()
     )
-    services.run_cancel(actor=actor, viewer=vendor_viewer, run=run)
+    services.run_cancel(
+        actor=actor, viewer=vendor_viewer, run=run, reason="the test stops this run"
+    )
     run = drive(run)
     assert run.state == Run.State.CANCELED
     assert wait_for(lambda: host_processes_gone(run), timeout=10)

@@ -1,0 +1,95 @@
+"""Power before signing (issue 26): a G3 spec that requires power and cannot reach it at the
+known noise is signed only with an acknowledgement both parties give, which is kept with the
+signatures, shown on the gate page and lets the run start; the contract says what a stop-loss
+reset adds to the engagement's error before both sign it."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from gates import services
+from gates.models import Gate, Run, SpecSignature
+from gates.services.contract.power import UnderpoweredSpecError, spec_power
+from tests.contract import sign_as_both
+from tests.gates.services.test_attempts import decided_attempt
+
+pytestmark = pytest.mark.django_db
+
+
+def g3_at_stated_cv(actor, engagement, cv_pct: float) -> Gate:
+    """The shipped template (it requires power) with its stated noise set to `cv_pct`."""
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    document = gate.current_spec.document
+    assert document["statistics"]["require_power"] is True
+    document["statistics"]["noise_cv_pct"] = cv_pct
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    gate.refresh_from_db()
+    return gate
+
+
+def test_the_shipped_template_is_signable_at_its_own_stated_noise(actor, engagement):
+    gate = engagement.gates.get(kind="G3")
+    power = spec_power(gate.current_spec)
+    assert power is not None and power["available"] and not power["underpowered"]
+    assert power["power"] >= 0.8 and "stated CV 4 %" in power["noise"]
+    sign_as_both(gate)
+    assert gate.current_spec.in_force
+    assert not SpecSignature.objects.filter(acknowledged_power__isnull=False).exists()
+
+
+def test_an_underpowered_spec_is_refused_at_signing_with_its_power_and_a_remedy(
+    actor, vendor_viewer, engagement
+):
+    gate = g3_at_stated_cv(actor, engagement, 10)
+    with pytest.raises(UnderpoweredSpecError) as refused:
+        sign_as_both(gate)
+    assert refused.value.field == "acknowledge_underpowered"
+    text = str(refused.value)
+    assert "the spec's stated CV 10 %" in text and "under the 80%" in text
+    assert "workload.num_prompts" in text or "repetitions.max" in text  # what would fix it
+    assert not SpecSignature.objects.exists()
+    with pytest.raises(UnderpoweredSpecError) as not_run:  # unsigned: not even a rehearsal
+        services.run_create(
+            actor=actor,
+            viewer=vendor_viewer,
+            gate=gate,
+            host=None,
+            source=Run.Source.UPLOAD,
+        )
+    assert not_run.value.field == "statistics.require_power"
+
+
+def test_both_acknowledging_puts_it_in_force_lets_it_run_and_the_page_says_so(
+    actor, vendor_viewer, engagement, client, customer_owner
+):
+    gate = g3_at_stated_cv(actor, engagement, 10)
+    spec = sign_as_both(gate, acknowledge_underpowered=True)
+    assert spec.in_force
+    rows = list(spec.signatures.all())
+    assert len(rows) == 2
+    for row in rows:
+        assert row.acknowledged_power["power"] < 0.8 <= row.acknowledged_power["min_power"]
+        assert row.acknowledged_power["proposals"]
+    run = services.run_create(
+        actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+    )
+    assert not run.rehearsal
+    client.force_login(customer_owner)
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert page.count("acknowledged underpowered") == 2
+
+
+def test_the_contract_shows_what_a_reset_adds_before_both_sign_it(
+    actor, vendor_viewer, engagement, client, customer_owner
+):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
+    decided_attempt(actor, vendor_viewer, gate, "fail")
+    client.force_login(customer_owner)
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    per_side = (1 - gate.current_spec.document["confidence"]) / 2 * 100  # the template: 5 %
+    assert f"from at most {per_side:.1f} % to at most {2 * per_side:.1f} %" in page
+    assert 'data-field="reset-cost"' in page
