@@ -142,6 +142,7 @@ class StatisticsApplied(TypedDict):
     pool_tiers: bool
     sd_floor_fraction: float | None
     spread_level: float | None
+    screen_level: float | None
 
 
 class ValidityApplied(TypedDict):

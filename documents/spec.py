@@ -153,6 +153,7 @@ class Validity(TypedDict):
 class Outliers(TypedDict):
     max_reruns: int
     max_preemptions: NotRequired[int]
+    screen_level: NotRequired[float]
 
 
 class Statistics(TypedDict, total=False):

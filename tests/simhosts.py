@@ -157,3 +157,4 @@ def _statistics_for_simhost(document: dict) -> None:
     statistics["require_power"] = False
     statistics.pop("sd_floor_fraction", None)
     statistics.pop("spread_level", None)
+    statistics["outliers"].pop("screen_level", None)

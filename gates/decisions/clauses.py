@@ -61,7 +61,8 @@ class StatisticsRules:
     a cell's sd of log-ratios, how many disturbed repetitions may be re-run, and the server
     preemptions in one bench beyond which its repetition counts as disturbed; whether a
     clause's sd is pooled across its tiers where the data support it; the stated noise, the
-    share of the reference noise that floors a cell's sd, and the level of the spread test."""
+    share of the reference noise that floors a cell's sd, the level of the spread test, and
+    the per-attempt level of the robust outlier screen."""
 
     attempts: int = 1
     sd_floor: float = 0.0
@@ -71,6 +72,7 @@ class StatisticsRules:
     noise_cv_pct: float | None = None
     sd_floor_fraction: float | None = None
     spread_level: float | None = None
+    screen_level: float | None = None
 
     def as_document(self) -> StatisticsApplied:
         return {
@@ -81,6 +83,7 @@ class StatisticsRules:
             "pool_tiers": self.pool_tiers,
             "sd_floor_fraction": self.sd_floor_fraction,
             "spread_level": self.spread_level,
+            "screen_level": self.screen_level,
         }
 
 
@@ -136,6 +139,7 @@ def parse_statistics(spec: G3Spec) -> StatisticsRules:
         noise_cv_pct=_optional_float(rules.get("noise_cv_pct")),
         sd_floor_fraction=_optional_float(rules.get("sd_floor_fraction")),
         spread_level=_optional_float(rules.get("spread_level")),
+        screen_level=_optional_float(outliers.get("screen_level")) if outliers else None,
     )
 
 

@@ -23,7 +23,11 @@ from gates.decisions.statistics.inference import (
     clause_margins,
     decide_cells,
 )
-from gates.decisions.statistics.outliers import set_aside_disturbed, set_aside_notes
+from gates.decisions.statistics.outliers import (
+    screen_checks,
+    set_aside_disturbed,
+    set_aside_notes,
+)
 from gates.decisions.statistics.spread import reference_noise, sd_floor, spread_check
 from gates.decisions.validity import (
     EvidenceError,
@@ -58,6 +62,7 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
         attempts=parsed.statistics.attempts,
         cells=max(1, len(judged)),
     )
+    checks += _screen(parsed, judged, items, facts)
     aside = set_aside_disturbed(checks, parsed.statistics.max_reruns)
     kept = [item for item in items if item.repetition not in aside]
     floors, pool = _sd_floors(parsed, judged, facts), parsed.statistics.pool_tiers
@@ -149,6 +154,28 @@ def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> G3
 def _sd_floors(parsed: G3Terms, keys: list[tuple[Clause, int]], facts: G3Context) -> np.ndarray:
     """Per cell: the spec's resolution floor, raised by the reference noise (spread.sd_floor)."""
     return np.array([sd_floor(parsed, clause, facts["noise_floor"]) for clause, _ in keys])
+
+
+def _screen(
+    parsed: G3Terms, judged: list[tuple[Clause, int]], items: list[Measurement], facts: G3Context
+) -> list[ValidityCheck]:
+    """With `statistics.outliers.screen_level`: the robust screen over each judged cell."""
+    level = parsed.statistics.screen_level
+    if level is None:
+        return []
+    cells = []
+    for clause, tier in judged:
+        pairs, _ = _pairs(clause, tier, items, parsed.max_repetitions)
+        cells.append(
+            (
+                f"{clause.metric} {clause.compare}",
+                tier,
+                [pair["repetition"] for pair in pairs],
+                [pair["log_ratio"] for pair in pairs],
+                reference_noise(parsed, clause, facts["noise_floor"]),
+            )
+        )
+    return screen_checks(cells, level)
 
 
 def _spread_checks(

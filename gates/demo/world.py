@@ -175,6 +175,7 @@ def demo_specs(plan: DemoEngagement) -> dict[str, Spec]:
     g3["statistics"]["require_power"] = False
     g3["statistics"].pop("sd_floor_fraction", None)
     g3["statistics"].pop("spread_level", None)
+    g3["statistics"]["outliers"].pop("screen_level", None)
     g3["validity"]["min_external_hit_rate"] = plan.min_external_hit_rate
     g3["validity"]["require_kv_exceeds_vram"] = False
     return {"G1": g1, "G2": g2, "G3": g3, "G4": demo_soak_spec()}

@@ -154,6 +154,10 @@ DESCRIPTIONS: dict[str, str] = {
     "again, at most; one more disturbance makes the run `invalid`.",
     "statistics.outliers.max_preemptions": "Server preemptions in one bench beyond which its "
     "repetition counts as disturbed. Left out: preemptions are not checked.",
+    "statistics.outliers.screen_level": "A repetition whose log-ratio in any cell lies further "
+    "from the cell's median than an undisturbed one would with this probability per attempt "
+    "(robust scale, never under the reference noise) counts as disturbed: set aside, run "
+    "again and shown. Left out: only failed requests and preemptions flag a repetition.",
     # G4.
     "duration_h": "Length of the soak, in hours (the clock starts with the first window, "
     "after the server is up). Under an hour is marked `compressed`.",

@@ -32,6 +32,8 @@ STATISTICS = {
             "properties": {
                 "max_reruns": {"type": "integer", "minimum": 0, "maximum": 10},
                 "max_preemptions": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
+                # The chance, per attempt, that a robust screen flags an undisturbed repetition.
+                "screen_level": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.1},
             },
             "required": ["max_reruns"],
             "additionalProperties": False,
