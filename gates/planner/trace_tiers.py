@@ -81,8 +81,9 @@ def predict_tiers(profile: Mapping[str, Any], sizes: TierSizes) -> TracePredicti
     check(sizes.link_gbps > 0 and sizes.ssd_gbps > 0, "link_gbps", "bandwidths are positive")
     gpu_high = sizes.gpu_tokens
     gpu_low = max(0, gpu_high - sizes.in_flight_tokens)
-    dram = gpu_high + _tokens(sizes.dram_gib, sizes.kv_bytes_per_token)
-    ssd = dram + _tokens(sizes.ssd_gib, sizes.kv_bytes_per_token)
+    # Inclusive tiers: each holds its own size in tokens, the blocks above it included.
+    dram = _tokens(sizes.dram_gib, sizes.kv_bytes_per_token)
+    ssd = _tokens(sizes.ssd_gib, sizes.kv_bytes_per_token)
     shares = {gpu: _shares(curve, gpu, dram, ssd) for gpu in (gpu_low, gpu_high)}
     tiers = tuple(
         TierShare(name, capacity, *sorted((shares[gpu_high][i], shares[gpu_low][i])))
