@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from gates import selectors, services
 from gates.api.rest.idempotency import idempotent
+from gates.errors import NotAllowedError
 from gates.models import Engagement, WorkloadTrace
 from gates.tenancy import get_visible_or_404, viewer_for_request
 from runners.traces.readers.formats import FORMATS
@@ -47,6 +48,8 @@ class EngagementTracesApi(APIView):
     def post(self, request, pk: int):
         viewer = viewer_for_request(request)
         engagement = get_visible_or_404(Engagement, viewer, pk=pk)
+        if not viewer.can("trace.upload"):  # before reading a file it would refuse anyway
+            raise NotAllowedError("only vendor engineers and customer owners may upload traces")
         data = TraceUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
