@@ -146,6 +146,8 @@ RULES: dict[str, Rule] = {
     "gates:inventory-sign": page("engagement", "POST", body={"amendment": "1"}),
     "gates:soak-control": page("run", "POST", body={"action": "extend", "hours": "1"}),
     "gates:soak-series": page("run", "GET"),
+    "gates:trace-upload": page("engagement", "POST", body={"format": "mooncake"}),
+    "gates:trace-detail": page("trace", "GET"),
     "gates:planner": page(None, "GET", "POST"),
     "gates:planner-save": page("engagement", "POST"),
     "gates:alert-ack-here": page("alert", "POST"),
