@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -25,6 +25,41 @@ class TraceUploadSerializer(serializers.Serializer):
     )
 
 
+class TraceProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class TraceReferenceSerializer(serializers.Serializer):
+    sha256 = serializers.CharField()
+    format = serializers.CharField()
+    block_tokens = serializers.IntegerField(allow_null=True)
+
+
+class TraceBriefSerializer(serializers.Serializer):
+    """What selectors.trace_brief answers (the schema of the responses)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    format = serializers.CharField()
+    block_tokens = serializers.IntegerField(allow_null=True)
+    sha256 = serializers.CharField()
+    size = serializers.IntegerField()
+    requests = serializers.IntegerField()
+    state = serializers.CharField(help_text="characterizing, ready or failed")
+    progress = TraceProgressSerializer()
+    error = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    spec_reference = TraceReferenceSerializer(help_text="Paste under a spec's workload.trace.")
+
+
+class TraceDetailSerializer(TraceBriefSerializer):
+    profile = serializers.JSONField(allow_null=True, help_text="The characterisation.")
+    prediction = serializers.JSONField(allow_null=True, help_text="Hit share per tier, band.")
+    prediction_missing = serializers.CharField(required=False)
+    tier_inputs = serializers.JSONField(required=False)
+
+
 class TierInputsSerializer(serializers.Serializer):
     dram_gib = serializers.FloatField(min_value=0, required=False)
     ssd_gib = serializers.FloatField(min_value=0, required=False)
@@ -34,9 +69,9 @@ class TierInputsSerializer(serializers.Serializer):
 
 
 class EngagementTracesApi(APIView):
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: TraceBriefSerializer(many=True)})
     def get(self, request, pk: int):
         viewer = viewer_for_request(request)
         engagement = get_visible_or_404(Engagement, viewer, pk=pk)
@@ -44,7 +79,7 @@ class EngagementTracesApi(APIView):
         return Response([selectors.trace_brief(trace) for trace in traces])
 
     @idempotent
-    @extend_schema(request=TraceUploadSerializer, responses={201: dict})
+    @extend_schema(request=TraceUploadSerializer, responses={201: TraceBriefSerializer})
     def post(self, request, pk: int):
         viewer = viewer_for_request(request)
         engagement = get_visible_or_404(Engagement, viewer, pk=pk)
@@ -70,7 +105,7 @@ class TraceDetailApi(APIView):
         parameters=[
             OpenApiParameter(name, float, required=False) for name in selectors.TRACE_TIER_INPUTS
         ],
-        responses={200: dict},
+        responses={200: TraceDetailSerializer},
     )
     def get(self, request, pk: int):
         viewer = viewer_for_request(request)
