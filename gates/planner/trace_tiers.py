@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gates.planner import MIN_OFFLOAD_SAVING_SHARE
 from gates.planner.architectures import PlannerError, check
 from gates.planner.capacity import GIB
 
@@ -53,6 +54,8 @@ class TracePrediction:
     offload_share: tuple[float, float]
     ttft_saving: dict[str, float] | None
     notes: tuple[str, ...]
+    recommendation: str = "offload_will_not_help"
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -90,12 +93,31 @@ def predict_tiers(profile: Mapping[str, Any], sizes: TierSizes) -> TracePredicti
         for i, (name, capacity) in enumerate((("gpu", gpu_high), ("dram", dram), ("ssd", ssd)))
     )
     offload = sorted(sum(shares[gpu][1:]) for gpu in (gpu_low, gpu_high))
+    recommendation, reason = _recommend(offload[1])
     return TracePrediction(
         ceiling=float(profile.get("infinite_cache_hit_ratio") or 0.0),
         tiers=tiers,
         offload_share=(offload[0], offload[1]),
         ttft_saving=_ttft_band(shares, sizes),
         notes=_notes(profile, sizes),
+        recommendation=recommendation,
+        reason=reason,
+    )
+
+
+def _recommend(best_offload_share: float) -> tuple[str, str]:
+    """The planner's rule, with the trace's own offload share in place of a guessed reuse: a
+    joint test is worth booking only if the tiers can serve MIN_OFFLOAD_SAVING_SHARE of input
+    tokens at the top of the band."""
+    if best_offload_share >= MIN_OFFLOAD_SAVING_SHARE:
+        return "offload_worth_testing", (
+            f"The offload tiers would serve up to {best_offload_share:.0%} of this trace's input "
+            f"tokens (at least {MIN_OFFLOAD_SAVING_SHARE:.0%} makes a joint test worth it)."
+        )
+    return "offload_will_not_help", (
+        f"The offload tiers would serve at most {best_offload_share:.0%} of this trace's input "
+        f"tokens, under the {MIN_OFFLOAD_SAVING_SHARE:.0%} that makes a joint test worth it: "
+        "what it reuses fits in the GPU, or it reuses too little."
     )
 
 

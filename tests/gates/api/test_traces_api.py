@@ -94,6 +94,11 @@ def test_the_detail_holds_the_figures_and_the_prediction_per_tier(api, engagemen
     assert dram["capacity_tokens"] == 1024 * 1024**3 // 327_680
     assert 0 < dram["low"] <= dram["high"]
     assert body["prediction"]["ttft_saving"]["low"] <= body["prediction"]["ttft_saving"]["high"]
+    assert body["prediction"]["recommendation"] in (
+        "offload_worth_testing",
+        "offload_will_not_help",
+    )
+    assert body["prediction"]["reason"]
 
 
 def test_without_a_kv_plan_the_detail_says_what_is_missing(api, engagement):

@@ -50,6 +50,7 @@ def test_tiers_are_inclusive_and_the_gpu_band_comes_from_the_requests_in_flight(
     assert (dram.low, dram.high) == pytest.approx((0.0, 0.3))
     assert (ssd.low, ssd.high) == (0.0, 0.0)
     assert prediction.offload_share == pytest.approx((0.0, 0.3))
+    assert prediction.recommendation == "offload_worth_testing"  # up to 30 %, over 10 %
     # An SSD of 16 GiB reaches the ceiling: it adds the last 20 points.
     _, _, ssd = predict_tiers(PROFILE, sizes(dram_gib=12, ssd_gib=16)).tiers
     assert (ssd.low, ssd.high) == pytest.approx((0.2, 0.2))
@@ -60,6 +61,8 @@ def test_without_dram_or_ssd_offload_serves_nothing():
     prediction = predict_tiers(PROFILE, sizes())
     assert prediction.offload_share == (0.0, 0.0)
     assert any("No DRAM or SSD" in note for note in prediction.notes)
+    assert prediction.recommendation == "offload_will_not_help"
+    assert "at most 0%" in prediction.reason
 
 
 def test_the_ttft_band_weighs_skipped_prefill_against_the_transfer():

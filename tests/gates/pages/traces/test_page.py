@@ -82,6 +82,7 @@ def test_an_upload_shows_its_digest_and_then_its_figures_and_prediction(
     assert 59_670_984_704 // 40_960 in marked  # the GPU KV pool, from the saved plan
     assert figure(page, "reuse")["data"] and figure(page, "arrivals")["data"][0]["y"]
     assert 'data-tier="dram"' in page and 'data-field="ttft-band"' in page
+    assert 'data-field="recommendation"' in page
     assert "65.1%" in page  # the infinite-cache ceiling of docs/workloads.md
 
 
