@@ -133,8 +133,9 @@ def traces_to_characterize() -> list[int]:
 def _with_progress(records: Iterator[TraceRecord], trace_id: int) -> Iterator[TraceRecord]:
     for done, record in enumerate(records, start=1):
         yield record
-        if done % PROGRESS_EVERY == 0:
-            WorkloadTrace.objects.filter(pk=trace_id).update(progress_done=done)
+        if done % PROGRESS_EVERY == 0:  # progress renews the claim: a long trace is not stale
+            progress = {"progress_done": done, "claimed_at": timezone.now()}
+            WorkloadTrace.objects.filter(pk=trace_id).update(**progress)
 
 
 def _finish(trace_id: int, **fields: object) -> None:
