@@ -13,6 +13,7 @@ from gates import services
 from gates.errors import DuplicateError, NotAllowedError, ServiceError
 from gates.models import AuditEvent, WorkloadTrace
 from gates.tenancy import viewer_for_user
+from worker.tasks import characterize_trace
 
 pytestmark = pytest.mark.django_db
 MOONCAKE = Path(__file__).resolve().parents[2] / "fixtures/traces/mooncake-synthetic_trace.jsonl"
@@ -170,3 +171,12 @@ def test_a_spec_naming_the_trace_with_another_block_size_is_refused(actor, engag
             actor=actor, gate=gate, document=g3_with_trace(engagement, reference)
         )
     assert refused.value.field == "workload.trace.block_tokens"
+
+
+def test_the_worker_task_characterises_once_and_the_sweep_finds_nothing_left(actor, engagement):
+    trace = upload(actor, engagement)
+    characterize_trace(trace.pk)
+    characterize_trace(trace.pk)  # a redelivered poke: already done, nothing happens
+    trace.refresh_from_db()
+    assert trace.state == "ready" and trace.profile["requests"] == 2
+    assert services.traces_to_characterize() == []
