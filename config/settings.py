@@ -341,6 +341,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": min(_BEAT_EVERY_S, 5.0),
     },
     "escalate-alerts": {"task": "runners.escalate_alerts", "schedule": _BEAT_EVERY_S},
+    "characterize-traces": {"task": "runners.characterize_traces", "schedule": _BEAT_EVERY_S},
     "canary": {"task": "runners.canary", "schedule": min(60.0, _BEAT_EVERY_S * 2)},
 }
 # The beat writes its own heartbeat as it ticks (worker.tasks.HeartbeatScheduler).

@@ -19,6 +19,18 @@ class StopLoss(TypedDict):
     max_attempts: int
 
 
+TraceFormatName = Literal["mooncake", "bailian", "burstgpt", "azure", "sharegpt"]
+
+
+class TraceRef(TypedDict):
+    """The customer's trace a workload replays, named by the SHA-256 of the uploaded file."""
+
+    sha256: str
+    format: TraceFormatName
+    block_tokens: NotRequired[int | None]
+    time_scale: NotRequired[float]
+
+
 class Workload(TypedDict):
     """A bench workload. Which length fields are present depends on `dataset`
     (runners.workloads.DATASET_FIELDS; the schema requires them per dataset)."""
@@ -33,6 +45,7 @@ class Workload(TypedDict):
     cold_recovery: NotRequired[bool]
     max_concurrency: NotRequired[int]
     num_prefixes: NotRequired[int]
+    trace: NotRequired[TraceRef]
 
 
 class Server(TypedDict, total=False):

@@ -6,10 +6,21 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
+from gates import planner
 from gates.cache import cache_get_or_compute
 from gates.decisions.statistics.operating import operating_characteristic
 from gates.decisions.units import clause_comparison, clause_unit
-from gates.models import Decision, Engagement, Gate, GateSpec, Run, SpecSignature, Verdict
+from gates.models import (
+    Decision,
+    Engagement,
+    Gate,
+    GateSpec,
+    Run,
+    SpecSignature,
+    Verdict,
+    WorkloadTrace,
+)
+from gates.planner import trace_tiers
 from gates.specs.diff import FieldChange, spec_changes
 
 # Simulated gates per operating characteristic shown: Monte Carlo sd of an 80 % power 0.9 %.
@@ -292,3 +303,61 @@ def engagement_last_host_id(engagement: Engagement) -> int | None:
     """The host this engagement's latest driven run used: what the run form offers first."""
     runs = Run.objects.filter(gate__engagement=engagement, host__isnull=False)
     return runs.order_by("-created_at", "-id").values_list("host_id", flat=True).first()
+
+
+TRACE_TIER_INPUTS = ("dram_gib", "ssd_gib", "link_gbps", "ssd_gbps", "prefill_tokens_per_s")
+
+
+def trace_brief(trace: WorkloadTrace) -> dict:
+    """A trace as the API and the engagement page list it (never its content)."""
+    return {
+        "id": trace.pk,
+        "name": trace.name,
+        "format": trace.format,
+        "block_tokens": trace.block_tokens,
+        "sha256": trace.sha256,
+        "size": trace.size,
+        "requests": trace.requests,
+        "state": trace.state,
+        "progress": {"done": trace.progress_done, "total": trace.requests},
+        "error": trace.error or None,
+        "created_at": trace.created_at.isoformat(),
+        "spec_reference": _trace_reference(trace),
+    }
+
+
+def trace_readout(trace: WorkloadTrace, tiers: dict) -> dict:
+    """The brief, the characterisation once ready, and the planner's per-tier prediction from
+    the engagement's saved KV plan and the tier sizes (`tiers`: TRACE_TIER_INPUTS, a missing
+    DRAM size taken from the G3 spec's server.offload_gib)."""
+    readout = trace_brief(trace) | {"profile": trace.profile, "prediction": None}
+    if trace.state != WorkloadTrace.State.READY or not trace.profile:
+        return readout
+    tiers = {"dram_gib": _g3_offload_gib(trace.engagement)} | {
+        name: value for name, value in tiers.items() if value is not None
+    }
+    readout["tier_inputs"] = tiers
+    if not trace.profile.get("prefix_information"):
+        readout["prediction_missing"] = trace.profile.get("notice")
+    elif not trace.engagement.kv_plan:
+        readout["prediction_missing"] = "save the engagement's KV plan (planner page) first"
+    else:
+        try:
+            result = planner.plan(planner.request_from_dict(trace.engagement.kv_plan)).to_dict()
+            sizes = trace_tiers.sizes_from_plan(result, tiers)
+            readout["prediction"] = trace_tiers.predict_tiers(trace.profile, sizes).to_dict()
+        except planner.PlannerError as error:
+            readout["prediction_missing"] = f"{error.field}: {error.message}"
+    return readout
+
+
+def _trace_reference(trace: WorkloadTrace) -> dict:
+    """What a spec's workload names it by (the `trace` field of the workload schema)."""
+    return {"sha256": trace.sha256, "format": trace.format, "block_tokens": trace.block_tokens}
+
+
+def _g3_offload_gib(engagement: Engagement) -> float:
+    gate = engagement.gates.filter(kind=Gate.Kind.G3).first()
+    spec = gate.current_spec if gate else None
+    server = (spec.document.get("server") if spec else None) or {}
+    return float(server.get("offload_gib") or 0.0)

@@ -26,6 +26,7 @@ from gates.models import (
     Organization,
     Run,
     SoakSample,
+    WorkloadTrace,
 )
 
 Role = Membership.Role
@@ -44,6 +45,7 @@ ORGANIZATION_PATH = {
     SoakSample: "run__gate__engagement__organization",
     Artifact: "run__gate__engagement__organization",
     ApiToken: "organization",
+    WorkloadTrace: "engagement__organization",
 }
 ENGAGEMENT_PATH = {
     Engagement: "",
@@ -55,6 +57,7 @@ ENGAGEMENT_PATH = {
     Measurement: "run__gate__engagement",
     SoakSample: "run__gate__engagement",
     Artifact: "run__gate__engagement",
+    WorkloadTrace: "engagement",
 }
 
 ROLE_ACTIONS = {
@@ -62,6 +65,7 @@ ROLE_ACTIONS = {
         "engagement.create",
         "spec.edit",
         "spec.sign",
+        "trace.upload",
         "run.start",
         "run.cancel",
         "soak.control",
@@ -76,6 +80,7 @@ ROLE_ACTIONS = {
     Role.VENDOR_ENGINEER: {
         "engagement.create",
         "spec.edit",
+        "trace.upload",
         "run.start",
         "run.cancel",
         "soak.control",
@@ -86,6 +91,8 @@ ROLE_ACTIONS = {
     },
     Role.CUSTOMER_OWNER: {
         "spec.sign",
+        # The trace is the customer's own traffic: they may bring it themselves.
+        "trace.upload",
         "run.start",
         "run.cancel",
         "token.manage",
@@ -105,6 +112,7 @@ SCOPE_ACTIONS = {
         "run.cancel",
         "soak.control",
         "spec.edit",
+        "trace.upload",
         "engagement.create",
         "host.manage",
         "alert.ack",

@@ -187,6 +187,20 @@ def retry_unreachable_runs() -> None:
         advance_run.delay(run_id)
 
 
+@shared_task(name="runners.characterize_trace")
+def characterize_trace(trace_id: int) -> None:
+    """Characterise an uploaded trace once; a redelivered poke finds it claimed or done."""
+    if services.trace_claim(trace_id):
+        services.trace_characterize(trace_id)
+
+
+@shared_task(name="runners.characterize_traces")
+def characterize_traces() -> None:
+    """Poke every trace still waiting with no live claim (a lost poke, a killed worker)."""
+    for trace_id in services.traces_to_characterize():
+        characterize_trace.delay(trace_id)
+
+
 @shared_task(name="runners.deliver_alert")
 def deliver_alert(alert_id: int) -> None:
     services.alert_deliver(alert_id=alert_id)

@@ -12,6 +12,7 @@ from gates.api import (
     planner,
     runs,
     statistics,
+    traces,
     uploads,
 )
 from gates.api.rest import schema  # noqa: F401 (registers the bearer-token auth scheme)
@@ -39,6 +40,12 @@ urlpatterns = [
         inventory.InventorySignApi.as_view(),
         name="engagement-inventory-sign",
     ),
+    path(
+        "engagements/<int:pk>/traces/",
+        traces.EngagementTracesApi.as_view(),
+        name="engagement-traces",
+    ),
+    path("traces/<int:pk>/", traces.TraceDetailApi.as_view(), name="trace-detail"),
     path("gates/<int:pk>/", engagements.GateDetailApi.as_view(), name="gate-detail"),
     path("gates/<int:pk>/spec/", contract.GateSpecApi.as_view(), name="gate-spec"),
     path("gates/<int:pk>/spec/sign/", contract.GateSpecSignApi.as_view(), name="gate-spec-sign"),

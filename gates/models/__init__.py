@@ -12,7 +12,7 @@ from gates.models.contract import (
     StopLossReset,
 )
 from gates.models.decisions import Decision
-from gates.models.engagements import Engagement, Gate, GateSpec
+from gates.models.engagements import Engagement, Gate, GateSpec, WorkloadTrace
 from gates.models.evidence import EvidenceKey, EvidenceSeal, EvidenceSignature
 from gates.models.heartbeats import ServiceHeartbeat
 from gates.models.hosts import Host, HostCleanup, Profile
@@ -55,4 +55,5 @@ __all__ = [
     "StopLossReset",
     "Verdict",
     "WebhookEndpoint",
+    "WorkloadTrace",
 ]

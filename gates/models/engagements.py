@@ -174,3 +174,46 @@ class GateSpec(models.Model):
     def customer_signed_at(self):
         signature = self.signature("customer")
         return signature.signed_at if signature else None
+
+
+class WorkloadTrace(models.Model):
+    """A customer's request trace, uploaded once per engagement and named in specs by its
+    SHA-256 (so both parties sign the exact file); its characterisation is computed after
+    upload, with done/total progress in requests."""
+
+    class State(models.TextChoices):
+        CHARACTERIZING = "characterizing"
+        READY = "ready"
+        FAILED = "failed"
+
+    engagement = models.ForeignKey(Engagement, on_delete=models.PROTECT, related_name="traces")
+    name = models.CharField(max_length=200, help_text="The file name as uploaded.")
+    format = models.CharField(max_length=16)
+    # Tokens per hash id; null for a load-shape format (BurstGPT, Azure) that has no blocks.
+    block_tokens = models.PositiveIntegerField(null=True, blank=True)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    content = models.BinaryField()
+    requests = models.PositiveIntegerField(help_text="Counted when the upload was validated.")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.CHARACTERIZING)
+    progress_done = models.PositiveIntegerField(default=0)
+    # Set by the task that took the characterisation up; a stale claim (a killed worker) is
+    # taken over, a fresh one makes a redelivered poke do nothing.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    profile = models.JSONField(null=True, blank=True, help_text="runners.traces TraceProfile")
+    error = models.TextField(blank=True)
+    uploaded_by = user_reference()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["engagement", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["engagement", "sha256"], name="one_trace_per_digest"),
+            models.CheckConstraint(
+                condition=models.Q(state__in=["characterizing", "ready", "failed"]),
+                name="trace_state_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.sha256[:12]})"

@@ -25,6 +25,7 @@ from gates.selectors import engagement_last_host_id, gate_clauses
 from gates.services.runs.attempts import run_spent_attempt
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.program.sequence import has_program
+from runners.traces.readers.formats import FORMATS
 
 
 @login_required
@@ -74,6 +75,9 @@ def engagement_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "viewer": viewer,
             **engagement_overview(engagement),
             "inventory": engagement_inventory(engagement, viewer),
+            "traces": engagement.traces.defer("content", "profile"),
+            "can_upload_trace": viewer.can("trace.upload"),
+            "trace_formats": sorted(FORMATS),
         },
     )
 

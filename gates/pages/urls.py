@@ -8,6 +8,7 @@ from gates.pages.hosts import page as hosts
 from gates.pages.planner import page as planner
 from gates.pages.report import page as report
 from gates.pages.soak import view as soakview
+from gates.pages.traces import page as traces
 
 app_name = "gates"
 
@@ -29,6 +30,8 @@ urlpatterns = [
     path("runs/<int:pk>/files/", runs.run_file_download, name="run-file"),
     path("runs/<int:pk>/soak/", actions.soak_control, name="soak-control"),
     path("runs/<int:pk>/soak/series/", soakview.soak_series, name="soak-series"),
+    path("engagements/<int:pk>/traces/", traces.trace_upload, name="trace-upload"),
+    path("traces/<int:pk>/", traces.trace_detail, name="trace-detail"),
     path("planner/", planner.planner_page, name="planner"),
     path("planner/engagements/<int:pk>/save/", planner.planner_save, name="planner-save"),
     path("alerts/ack/<str:token>/", alerts.alert_ack, name="alert-ack"),

@@ -101,6 +101,12 @@ from gates.services.soak.ticks import (
     soaks_due,
 )
 from gates.services.tokens import api_token_create, api_token_revoke
+from gates.services.traces import (
+    trace_characterize,
+    trace_claim,
+    trace_upload,
+    traces_to_characterize,
+)
 
 __all__ = [
     "Actor",
@@ -186,5 +192,9 @@ __all__ = [
     "soaks_due",
     "ssh_signature_check",
     "stop_loss_reset_sign",
+    "trace_characterize",
+    "trace_claim",
+    "trace_upload",
+    "traces_to_characterize",
     "webhook_create",
 ]

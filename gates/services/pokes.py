@@ -12,6 +12,7 @@ from config.celery import app
 
 ADVANCE_RUN = "runners.advance_run"
 DELIVER_ALERT = "runners.deliver_alert"
+CHARACTERIZE_TRACE = "runners.characterize_trace"
 
 
 def send(task_name: str, *args: int) -> None:

@@ -202,6 +202,17 @@ DESCRIPTIONS: dict[str, str] = {
     "workload.num_prefixes": "Distinct shared prefixes the prompts cycle through. Left out: "
     "one per prompt for cold recovery, otherwise 10 (vllm bench's default), never more than "
     "`num_prompts`.",
+    "workload.trace": "The customer's own trace this workload stands for, named by the SHA-256 "
+    "of the file uploaded to the engagement, so both parties sign the exact trace "
+    "(docs/workloads.md). A digest the engagement has no upload of is refused at save.",
+    "workload.trace.sha256": "SHA-256 of the uploaded trace file, lowercase hex.",
+    "workload.trace.format": "The trace's format, as uploaded: `mooncake`, `bailian`, "
+    "`burstgpt`, `azure` or `sharegpt`.",
+    "workload.trace.block_tokens": "Tokens per hash id, as uploaded. Left out: the format's "
+    "default (Mooncake 512, Bailian and ShareGPT 16; null for the load-shape formats).",
+    "workload.trace.time_scale": "Multiplies the gaps between arrivals when replayed (0.5 "
+    "replays twice as fast). Left out: 1. It leaves the hit-ratio curve unchanged and raises "
+    "concurrency.",
 }
 
 _PERCENTILES = {f"p{p}": spec_statistics.percentile_requests_needed(float(p)) for p in (50, 90, 99)}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from documents.cell import Better
-from documents.spec import ArmKind, ChangeKind, Dataset, GateKind
+from documents.spec import ArmKind, ChangeKind, Dataset, GateKind, TraceFormatName
 from gates.specs import statistics as spec_statistics
 from runners.workloads import DATASET_FIELDS
 
@@ -62,6 +62,16 @@ def _obj(properties: JsonSchema, required: list[str] | None = None) -> JsonSchem
 NULLABLE_NUMBER = {"type": ["number", "null"], "minimum": 0, "maximum": 1e9}
 VERSION_TEXT = {"type": ["string", "null"], "pattern": r"^[0-9][0-9A-Za-z.+_-]{0,39}$"}
 STOP_LOSS = _obj({"max_attempts": _integer(1, 10)})
+TRACE_FORMATS: tuple[str, ...] = get_args(TraceFormatName)
+TRACE = _obj(
+    {
+        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        "format": {"enum": list(TRACE_FORMATS)},
+        "block_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000},
+        "time_scale": _number(0.001, 1000),
+    },
+    required=["sha256", "format"],
+)
 WORKLOAD = _obj(
     {
         "dataset": {"enum": DATASETS},
@@ -74,6 +84,7 @@ WORKLOAD = _obj(
         "cold_recovery": {"type": "boolean"},
         "max_concurrency": _integer(1, 4096),
         "num_prefixes": _integer(1, 1_000_000),
+        "trace": TRACE,
     },
     required=["dataset", "num_prompts", "seed"],
 )

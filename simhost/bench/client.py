@@ -108,6 +108,7 @@ class _EventReader:
                 self._text(text, now, read)
         if message.get("usage"):
             self.outcome.output_tokens = message["usage"].get("completion_tokens", 0)
+            self.outcome.prompt_tokens = message["usage"].get("prompt_tokens")
         if "simhost" in message:
             self.timing = message["simhost"]
             self.outcome.server_ttft = self.timing.get("server_ttft_s")

@@ -47,6 +47,7 @@ class RequestOutcome:
     server_ttft: Optional[float] = None
     server_arrival: Optional[float] = None  # simhost servers only: CLOCK_MONOTONIC seconds
     server_first_sent: Optional[float] = None
+    prompt_tokens: Optional[int] = None  # as the server's usage counted them
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

@@ -16,7 +16,7 @@ RULES below, keyed by the URL name, e.g.
     "healthz": public("liveness for load balancers: no tenant data"),
 
 - the first argument names the object the URL's `pk` is: "engagement", "gate", "run", "host",
-  "token", "alert" (add a kind to `world()` if it is new), or None for a collection;
+  "token", "alert", "trace" (add a kind to `world()` if it is new), or None for a collection;
 - one keyword per HTTP method the view implements, giving the token scope it needs ("read":
   any token; "run", "sign", "tokens"); the test checks the view implements exactly those;
 - `body=` a request body that passes validation, so the scope check is what answers;
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from django.apps import apps
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
@@ -72,6 +73,8 @@ def public(why: str) -> Rule:
 
 
 UPLOAD = {"kind": "health", "seconds": 1}
+TRACE = b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [7]}\n'
+TRACE_UPLOAD = {"format": "mooncake", "file": TRACE}
 RULES: dict[str, Rule] = {
     "api:engagement-list": api(
         GET="read",
@@ -90,6 +93,10 @@ RULES: dict[str, Rule] = {
         body={"run": 1, "reason": "GPU 3 was swapped for a spare H100"},
     ),
     "api:engagement-inventory-sign": api("engagement", POST="sign", body={"amendment": 1}),
+    "api:engagement-traces": api(
+        "engagement", GET="read", POST="run", creates=True, body=TRACE_UPLOAD
+    ),
+    "api:trace-detail": api("trace", GET="read"),
     "api:gate-detail": api("gate", GET="read"),
     "api:gate-spec": api("gate", GET="read", PUT="run", body={"document": {}}),
     "api:gate-spec-sign": api("gate", POST="sign", body={"version": 1}),
@@ -139,6 +146,8 @@ RULES: dict[str, Rule] = {
     "gates:inventory-sign": page("engagement", "POST", body={"amendment": "1"}),
     "gates:soak-control": page("run", "POST", body={"action": "extend", "hours": "1"}),
     "gates:soak-series": page("run", "GET"),
+    "gates:trace-upload": page("engagement", "POST", body={"format": "mooncake"}),
+    "gates:trace-detail": page("trace", "GET"),
     "gates:planner": page(None, "GET", "POST"),
     "gates:planner-save": page("engagement", "POST"),
     "gates:alert-ack-here": page("alert", "POST"),
@@ -262,8 +271,17 @@ def world(
         alert = services.alert_enqueue(
             event="gate_failed", key=f"matrix:{title}", engagement=engagement, subject="s", body="b"
         )
+        trace = services.trace_upload(
+            actor=actor,
+            viewer=vendor_viewer,
+            engagement=engagement,
+            name="t.jsonl",
+            content=TRACE.replace(b"[7]", b"[8]"),  # not the one the matrix uploads
+            trace_format="mooncake",
+        )
         return {
             "engagement": engagement,
+            "trace": trace,
             "gate": gate,
             "run": run,
             "host": host,
@@ -310,8 +328,13 @@ def send(client, method: str, url: str, rule: Rule):
     # Pages post forms; the API takes JSON, or a form where the view parses one (uploads).
     if rule.kind == "page":
         return getattr(client, method.lower())(url, rule.body)
+    if rule.body is TRACE_UPLOAD and method == "POST":  # a fresh file: a sent one is read out
+        body = TRACE_UPLOAD | {"file": SimpleUploadedFile("t.jsonl", TRACE)}
+        return getattr(client, method.lower())(url, body, format="multipart")
     body_format = "multipart" if rule.body is UPLOAD else "json"
-    return getattr(client, method.lower())(url, rule.body, format=body_format)
+    # A GET sends its body as the query, where `format` would pick DRF's renderer.
+    body = None if rule.body is TRACE_UPLOAD else rule.body
+    return getattr(client, method.lower())(url, body, format=body_format)
 
 
 def row_counts() -> dict:

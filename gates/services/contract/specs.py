@@ -20,6 +20,7 @@ from gates.services.contract.power import spec_power_check_signing
 from gates.services.contract.signing_keys import ssh_signature_check
 from gates.services.runs.lifecycle import decision_record
 from gates.services.runs.readouts import gate_readout_refresh
+from gates.services.traces import spec_trace_check
 from gates.specs import validation as specs
 from gates.specs.diff import changes_text, spec_changes
 from gates.tenancy import Viewer
@@ -77,6 +78,7 @@ def gate_spec_propose(
         errors = specs.validate_spec(gate.kind, document)
         if errors or not isinstance(document, dict):  # validate_spec refuses a non-object
             raise SpecInvalidError(errors)
+        spec_trace_check(gate.engagement, document)
         spec = GateSpec.objects.create(
             gate=gate,
             version=version,

@@ -36,8 +36,11 @@ NETWORK_OPERATIONS = {"POST /api/v1/hosts/scan/", "POST /api/v1/hosts/{id}/check
 # - a signing key: an OpenSSH Ed25519 public key line, parsed; a reset: a reason in words for
 #   a gate that has counted failures to reset;
 # - an inventory amendment: it names a run of the engagement that its host check ended
-#   invalid, and signing names an amendment of the engagement.
+#   invalid, and signing names an amendment of the engagement;
+# - a trace upload: every line must be a valid row of the named format (refused naming the
+#   line and field: tests/gates/api/test_traces_api.py).
 SEMANTIC_OPERATIONS = {
+    "POST /api/v1/engagements/{id}/traces/",
     "POST /api/v1/engagements/{id}/inventory/amend/",
     "POST /api/v1/engagements/{id}/inventory/sign/",
     "POST /api/v1/keys/signing/",

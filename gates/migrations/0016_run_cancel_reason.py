@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('gates', '0014_soak_health'),
+        ('gates', '0015_workload_trace'),
     ]
 
     operations = [

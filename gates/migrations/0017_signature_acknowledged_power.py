@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('gates', '0015_run_cancel_reason'),
+        ('gates', '0016_run_cancel_reason'),
     ]
 
     operations = [

@@ -1,0 +1,1 @@
+"""The workload trace pages: upload into an engagement, the characterisation and prediction."""

@@ -1,0 +1,161 @@
+"""Whether a replay matched its trace: arrival-time error (p99 under 10 ms), prompt and output
+tokens as the trace says, and the achieved hit rate against the predicted band. A replay that
+misses a bar is invalid with the reason named; a hit rate outside the band is a model error
+(policy, block size, touch semantics), reported, never a tier defect. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from runners.traces.replay import ReplayRequest
+
+MAX_ARRIVAL_ERROR_P99_MS = 10.0
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One sent request as the client saw it; times in seconds from the replay's start."""
+
+    index: int
+    sent_s: float
+    ok: bool
+    prompt_tokens: int | None
+    output_tokens: int | None
+    ttft_ms: float | None = None
+    itl_ms: tuple[float, ...] = ()
+    e2el_ms: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RequestRecord:
+        return cls(
+            index=int(data["index"]),
+            sent_s=float(data["sent_s"]),
+            ok=bool(data["ok"]),
+            prompt_tokens=data.get("prompt_tokens"),
+            output_tokens=data.get("output_tokens"),
+            ttft_ms=data.get("ttft_ms"),
+            itl_ms=tuple(data.get("itl_ms") or ()),
+            e2el_ms=data.get("e2el_ms"),
+        )
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    valid: bool
+    reasons: tuple[str, ...]
+    requests: int
+    sent: int
+    arrival_error_ms: dict[str, float] | None
+    prompt_token_mismatches: int
+    output_token_mismatches: int
+    hit_rate: dict[str, Any] | None = None
+    model_error: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["reasons"], data["notes"] = list(self.reasons), list(self.notes)
+        return data
+
+
+def check_fidelity(
+    planned: Sequence[ReplayRequest],
+    records: Sequence[RequestRecord],
+    *,
+    achieved_hit_rate: float | None = None,
+    predicted_band: tuple[float, float] | None = None,
+) -> Fidelity:
+    """Each bar in turn; every one missed is a reason, so the reader fixes them all at once."""
+    by_index = {record.index: record for record in records}
+    reasons: list[str] = []
+    missing = [request.index for request in planned if request.index not in by_index]
+    if missing:
+        reasons.append(f"{len(missing)} planned requests were never sent (first: #{missing[0]})")
+    errors = _arrival_errors_ms(planned, by_index)
+    arrival = _summary(errors)
+    if arrival and arrival["p99"] >= MAX_ARRIVAL_ERROR_P99_MS:
+        reasons.append(
+            f"arrival-time error p99 {arrival['p99']:.1f} ms is not under "
+            f"{MAX_ARRIVAL_ERROR_P99_MS:g} ms: the client fell behind the trace's schedule"
+        )
+    prompts = _mismatches(planned, by_index, "prompt")
+    outputs = _mismatches(planned, by_index, "output")
+    for kind, wrong in (("prompt", prompts), ("output", outputs)):
+        if wrong:
+            reasons.append(
+                f"{len(wrong)} requests had other {kind} token counts than the trace "
+                f"(first: #{wrong[0]})"
+            )
+    hit, model_error = _hit_rate(achieved_hit_rate, predicted_band)
+    return Fidelity(
+        valid=not reasons,
+        reasons=tuple(reasons),
+        requests=len(planned),
+        sent=len(by_index),
+        arrival_error_ms=arrival,
+        prompt_token_mismatches=len(prompts),
+        output_token_mismatches=len(outputs),
+        hit_rate=hit,
+        model_error=model_error,
+    )
+
+
+def _arrival_errors_ms(
+    planned: Sequence[ReplayRequest], by_index: Mapping[int, RequestRecord]
+) -> list[float]:
+    """How late (or early) each request left against its scheduled time, in ms."""
+    return [
+        (by_index[request.index].sent_s - request.send_at_s) * 1000.0
+        for request in planned
+        if request.send_at_s is not None and request.index in by_index
+    ]
+
+
+def _summary(errors: Sequence[float]) -> dict[str, float] | None:
+    if not errors:
+        return None
+    values = np.abs(np.asarray(errors, dtype=float))  # nearest rank, as the characterisation
+    return {
+        "p50": float(np.percentile(values, 50, method="inverted_cdf")),
+        "p99": float(np.percentile(values, 99, method="inverted_cdf")),
+        "max": float(values.max()),
+    }
+
+
+def _mismatches(
+    planned: Sequence[ReplayRequest], by_index: Mapping[int, RequestRecord], kind: str
+) -> list[int]:
+    """Indices of completed requests whose server-reported token count is not the trace's."""
+    wrong = []
+    for request in planned:
+        record = by_index.get(request.index)
+        if record is None or not record.ok:
+            continue
+        expected = len(request.prompt_token_ids) if kind == "prompt" else request.output_tokens
+        got = record.prompt_tokens if kind == "prompt" else record.output_tokens
+        if got != expected:
+            wrong.append(request.index)
+    return wrong
+
+
+def _hit_rate(
+    achieved: float | None, band: tuple[float, float] | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    if achieved is None:
+        return None, None
+    if band is None:
+        return {"achieved": achieved, "band": None, "inside": None}, None
+    low, high = band
+    inside = low <= achieved <= high
+    error = None
+    if not inside:
+        error = (
+            f"achieved hit rate {achieved:.1%} is outside the predicted {low:.1%} to "
+            f"{high:.1%}: a model error (eviction policy, block size, replicas), not a tier defect"
+        )
+    return {"achieved": achieved, "band": [low, high], "inside": inside}, error
