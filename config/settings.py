@@ -248,6 +248,8 @@ TOLLGATE_WEBHOOK_CA_FILE = env("TOLLGATE_WEBHOOK_CA_FILE", "")
 # The dead-man switch: a heartbeat older than this is stale (healthcheck exits non-zero).
 TOLLGATE_WORKER_STALE_S = envint("TOLLGATE_WORKER_STALE_S", 180)
 TOLLGATE_BEAT_STALE_S = envint("TOLLGATE_BEAT_STALE_S", 120)
+# How long /healthz (and the pages' banner) say a supervisor restarted a dead worker or beat.
+TOLLGATE_RESTART_SHOWN_S = envint("TOLLGATE_RESTART_SHOWN_S", 3600)
 TOLLGATE_BEAT_HEARTBEAT_S = envint("TOLLGATE_BEAT_HEARTBEAT_S", 10)
 
 # --- Secrets at rest -------------------------------------------------------------------------
@@ -264,8 +266,7 @@ CELERY_VISIBILITY_TIMEOUT = envint("CELERY_VISIBILITY_TIMEOUT", 2 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = 150
 CELERY_TASK_TIME_LIMIT = 180
 CELERY_BROKER_URL = env("CELERY_BROKER_URL") or "filesystem://"
-# Our subclasses of kombu's Redis and file-system transports (worker/broker.py says what each
-# fixes); any other scheme gets kombu's own.
+# Our fixes of kombu's Redis and file-system transports (worker/broker.py); others: kombu's.
 CELERY_BROKER_TRANSPORT = {
     "redis": "worker.broker:RedisTransport",
     "rediss": "worker.broker:RedisTransport",

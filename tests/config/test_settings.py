@@ -176,6 +176,14 @@ class TestCompose:
             assert env["DEBUG"] == "false"
             assert compose["services"][name]["env_file"] == ".env"
 
+    def test_the_worker_and_beat_are_restarted_when_they_exit(self, compose):
+        for name in ("web", "worker", "beat", "postgres", "redis"):
+            assert compose["services"][name]["restart"] in {"unless-stopped", "always"}, name
+
+    def test_the_worker_runs_without_gossip_and_mingle(self, compose):
+        command = compose["services"]["worker"]["command"]
+        assert "--without-gossip" in command and "--without-mingle" in command
+
     def test_redis_never_evicts_broker_keys(self, compose):
         assert "--maxmemory-policy noeviction" in compose["services"]["redis"]["command"]
 
