@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from gates.demo.world import SHORT_CHAT
 from gates.models import Measurement, Run, SoakSample
 from tests.celeryproc import CeleryProcess, wait_or_show
 from tests.gates.test_outage import RedisServer, _drop_broker_pools
@@ -109,7 +110,9 @@ def test_a_g3_measured_and_decided_across_a_redis_outage(
     client.force_login(vendor_admin)
     api = token_client(vendor_admin, vendor_org)
     # The start's poke goes to the session's broker; the beat's re-dispatch finds the run.
-    run = start(actor, vendor_viewer, engagement, "G3", host, g3_spec())
+    # Short prompts at one tier: the lightest G3 simhost runs, the verdict whatever it is.
+    spec = g3_spec(workload=dict(SHORT_CHAT), tiers=[1])
+    run = start(actor, vendor_viewer, engagement, "G3", host, spec)
     wait_or_show(lambda: Measurement.objects.filter(run=run).count() >= 2, 120, worker, beat)
     _ride_out_an_outage(redis_own, worker, client, api, run)
 
