@@ -248,6 +248,8 @@ TOLLGATE_WEBHOOK_CA_FILE = env("TOLLGATE_WEBHOOK_CA_FILE", "")
 # The dead-man switch: a heartbeat older than this is stale (healthcheck exits non-zero).
 TOLLGATE_WORKER_STALE_S = envint("TOLLGATE_WORKER_STALE_S", 180)
 TOLLGATE_BEAT_STALE_S = envint("TOLLGATE_BEAT_STALE_S", 120)
+# How long /healthz (and the pages' banner) say a supervisor restarted a dead worker or beat.
+TOLLGATE_RESTART_SHOWN_S = envint("TOLLGATE_RESTART_SHOWN_S", 3600)
 TOLLGATE_BEAT_HEARTBEAT_S = envint("TOLLGATE_BEAT_HEARTBEAT_S", 10)
 
 # --- Secrets at rest -------------------------------------------------------------------------
@@ -264,9 +266,15 @@ CELERY_VISIBILITY_TIMEOUT = envint("CELERY_VISIBILITY_TIMEOUT", 2 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = 150
 CELERY_TASK_TIME_LIMIT = 180
 CELERY_BROKER_URL = env("CELERY_BROKER_URL") or "filesystem://"
+# Our fixes of kombu's Redis and file-system transports (worker/broker.py); others: kombu's.
+CELERY_BROKER_TRANSPORT = {
+    "redis": "worker.broker:RedisTransport",
+    "rediss": "worker.broker:RedisTransport",
+    "filesystem": "worker.broker:FilesystemTransport",
+}.get(CELERY_BROKER_URL.partition("://")[0])
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
+    for _sub in ("queue", "processed", "control", "incoming", "claimed"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
@@ -292,7 +300,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# A task running when the broker goes away finishes its work (the database is the truth, not
+# the broker); its late ack then fails, logged, and Redis delivers the message again after the
+# visibility timeout, which a task survives (safe to run twice). Cancelling it instead cut a
+# run's step in two and held its claim until the claim expired.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = 30
 CELERY_WORKER_ENABLE_SOFT_SHUTDOWN_ON_IDLE = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

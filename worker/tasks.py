@@ -16,6 +16,7 @@ from celery import shared_task
 from celery.beat import PersistentScheduler
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+from kombu.exceptions import OperationalError
 
 from gates import services
 from gates.models import Run
@@ -60,7 +61,17 @@ def advance_run(run_id: int) -> None:
     finally:
         session.release()
     if more:
+        _poke_again(run_id)
+
+
+def _poke_again(run_id: int) -> None:
+    """The next task for a run with more to do. With the broker down the poke is lost and
+    logged, not raised: the run's rows say what is left, and the beat's re-dispatch sweep pokes
+    it once the broker is back (TOLLGATE_REDISPATCH_AFTER_S)."""
+    try:
         advance_run.delay(run_id)
+    except OperationalError as error:
+        logger.warning("run %s: next step not queued (%s); re-dispatch will", run_id, error)
 
 
 def _drive(session: services.RunSession, plan: RunPlan) -> bool:

@@ -113,8 +113,12 @@ def demo_sign_specs(engagement: Engagement) -> None:
 
 
 def demo_host_parameters(plan: DemoEngagement) -> dict:
-    """Where this machine's simhost lives and how it is configured (files under var/demo)."""
-    folder = Path(settings.VAR_DIR) / "demo"
+    """Where this engagement's simhost lives and how it is configured: a folder of its own
+    under var/demo, so each engagement has its own emulated host. simhost keeps its GPUs' live
+    state beside the host config (simhost.host.statefile): one shared config made both hosts
+    one machine, and a run on the second while the first ran found its GPUs busy (infra_error).
+    """
+    folder = Path(settings.VAR_DIR) / "demo" / plan.host
     folder.mkdir(parents=True, exist_ok=True)
     host_config = folder / "simhost-h100x8.json"
     host_config.write_text(json.dumps(HOST_PRESETS["h100x8-cpu512"]))

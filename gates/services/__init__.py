@@ -42,6 +42,8 @@ from gates.services.heartbeats import (
     heartbeat_checks,
     heartbeat_record,
     heartbeat_report,
+    service_restart_record,
+    service_restarts,
     silence_alert_send,
 )
 from gates.services.hosts.access import (
@@ -182,6 +184,8 @@ __all__ = [
     "runs_due_for_retry",
     "runs_stale",
     "runs_to_redispatch",
+    "service_restart_record",
+    "service_restarts",
     "silence_alert_send",
     "soak_extend",
     "soak_stop",

@@ -4,7 +4,9 @@ healthcheck sends itself, from cron, when the beat that would deliver it is the 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -13,6 +15,8 @@ from gates.alerts.events import silence_key
 from gates.models import Alert, ServiceHeartbeat
 from gates.services.alerts.delivery import alert_deliver
 from gates.services.alerts.outbox import alert_enqueue
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,25 @@ def heartbeat_record(*, name: str) -> None:
     ServiceHeartbeat.objects.update_or_create(name=name, defaults={"at": timezone.now()})
 
 
+# A supervisor's restart of a service that died is kept as the heartbeat row of this prefix
+# and the service's name: its time is the last restart's.
+RESTART_PREFIX = "restarted:"
+
+
+def service_restart_record(*, name: str, reason: str = "") -> None:
+    """A supervisor (the demo's) started `name` again after it died; `reason` goes to the log."""
+    logger.warning("%s restarted by its supervisor: %s", name, reason or "it had exited")
+    heartbeat_record(name=RESTART_PREFIX + name)
+
+
+def service_restarts() -> dict[str, str]:
+    """The services restarted within TOLLGATE_RESTART_SHOWN_S, with the last restart's time:
+    what /healthz reports under "restarts" and a page's banner can show."""
+    since = timezone.now() - timedelta(seconds=settings.TOLLGATE_RESTART_SHOWN_S)
+    rows = ServiceHeartbeat.objects.filter(name__startswith=RESTART_PREFIX, at__gte=since)
+    return {row.name.removeprefix(RESTART_PREFIX): row.at.isoformat() for row in rows}
+
+
 def heartbeat_checks() -> list[HeartbeatCheck]:
     now = timezone.now()
     seen = dict(ServiceHeartbeat.objects.values_list("name", "at"))
@@ -55,6 +78,7 @@ def heartbeat_report() -> dict:
     return {
         "heartbeats": {c.name: {**asdict(c), "ok": c.ok} for c in checks},
         "stale": [c.name for c in checks if not c.ok],
+        "restarts": service_restarts(),
     }
 
 

@@ -99,7 +99,18 @@ class TestCeleryReliability:
         assert app.conf.task_acks_late is True
         assert app.conf.task_reject_on_worker_lost is True
         assert app.conf.worker_prefetch_multiplier == 1
-        assert app.conf.worker_cancel_long_running_tasks_on_connection_loss is True
+        # In-flight tasks finish through a broker outage (issue 27), not cut mid-step.
+        assert app.conf.worker_cancel_long_running_tasks_on_connection_loss is False
+
+    def test_the_broker_uses_our_transports_for_redis_and_the_file_system(self, tmp_path):
+        probe = "from django.conf import settings as s; print(s.CELERY_BROKER_TRANSPORT)"
+        for url, expected in (
+            ("redis://127.0.0.1:6379/0", "worker.broker:RedisTransport"),
+            ("", "worker.broker:FilesystemTransport"),
+        ):
+            env = {**PRODUCTION_ENV, "CELERY_BROKER_URL": url} if url else {"DEBUG": "true"}
+            result = run_manage("shell", "-c", probe, env=env, tmp_path=tmp_path)
+            assert result.stdout.split()[-1] == expected, result.stderr
 
     def test_json_only(self):
         assert app.conf.task_serializer == "json"
@@ -164,6 +175,14 @@ class TestCompose:
             assert env["CELERY_BROKER_URL"].startswith("redis://")
             assert env["DEBUG"] == "false"
             assert compose["services"][name]["env_file"] == ".env"
+
+    def test_the_worker_and_beat_are_restarted_when_they_exit(self, compose):
+        for name in ("web", "worker", "beat", "postgres", "redis"):
+            assert compose["services"][name]["restart"] in {"unless-stopped", "always"}, name
+
+    def test_the_worker_runs_without_gossip_and_mingle(self, compose):
+        command = compose["services"]["worker"]["command"]
+        assert "--without-gossip" in command and "--without-mingle" in command
 
     def test_redis_never_evicts_broker_keys(self, compose):
         assert "--maxmemory-policy noeviction" in compose["services"]["redis"]["command"]

@@ -22,6 +22,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from gates import services
+from gates.demo.supervisor import ServiceExited, Supervised, restart_dead
 from gates.demo.walk import DemoStep, walk_demo
 from gates.demo.world import build_demo_world
 from gates.models import Run
@@ -29,6 +30,9 @@ from runners.program.driver import stop_all
 from runners.transport import LocalTransport
 
 WEB_ADDRESS = "127.0.0.1:8000"
+# No gossip or mingle: they serve nothing here, and Celery's restart after a broker outage
+# logged errors from them (docs/security.md, "Faults").
+QUIET = ("--without-gossip", "--without-mingle")
 READY_TIMEOUT_S = 120  # a loaded 2-core box takes a while to boot gunicorn, worker and beat
 
 
@@ -69,7 +73,7 @@ class Command(BaseCommand):
                 return
             self.stdout.write(self.style.SUCCESS(f"Still serving http://{address}/ (Ctrl-C stops)"))
             self._print_logins(logins)
-            _supervise(processes)
+            _supervise(processes, say=self.stdout.write)
         except KeyboardInterrupt:
             self.stdout.write("Stopping...")
         finally:
@@ -109,59 +113,30 @@ def stop_active_runs(engagements) -> int:
     return len(active)
 
 
-def _start_services(address: str | None) -> list[subprocess.Popen]:
+def _start_services(address: str | None) -> list[Supervised]:
     """A worker and beat, plus the web server when `address` is given."""
     python = sys.executable
-    commands = [
-        [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "WARNING",
-            "--concurrency",
-            "2",
-        ],
-        [
-            python,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "beat",
-            "--loglevel",
-            "WARNING",
-            "--schedule",
-            str(Path(settings.VAR_DIR) / "celerybeat-schedule"),
-        ],
-    ]
+    celery = [python, "-m", "celery", "-A", "config"]
+    schedule = str(Path(settings.VAR_DIR) / "celerybeat-schedule")
+    commands = {
+        "worker": [*celery, "worker", "--loglevel", "WARNING", "--concurrency", "2", *QUIET],
+        "beat": [*celery, "beat", "--loglevel", "WARNING", "--schedule", schedule],
+    }
     if address:
-        commands.append(
-            [
-                python,
-                "-m",
-                "gunicorn",
-                "-c",
-                "python:config.gunicorn",
-                "config.wsgi",
-                "--bind",
-                address,
-                "--workers",
-                "2",
-            ]
-        )
+        commands["web"] = [python, "-m", "gunicorn", "-c", "python:config.gunicorn"]
+        commands["web"] += ["config.wsgi", "--bind", address, "--workers", "2"]
     # The demo's soak is compressed to seconds: its collector ticks every few seconds too.
     env = {"TOLLGATE_SOAK_TICK_S": "3", "TOLLGATE_SOAK_PROVISIONAL_S": "5", **os.environ}
-    return [subprocess.Popen(command, cwd=settings.BASE_DIR, env=env) for command in commands]
+    return [
+        Supervised(name, command, cwd=Path(settings.BASE_DIR), env=env).start()
+        for name, command in commands.items()
+    ]
 
 
-def _wait_until_serving(url: str, processes: list[subprocess.Popen]) -> None:
+def _wait_until_serving(url: str, processes: list[Supervised]) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in processes):
+        if any(p.exit_code is not None for p in processes):
             raise CommandError("a demo service failed to start")
         try:
             with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (local URL)
@@ -172,17 +147,21 @@ def _wait_until_serving(url: str, processes: list[subprocess.Popen]) -> None:
     raise CommandError(f"the web server did not answer at {url} within {READY_TIMEOUT_S} s")
 
 
-def _supervise(processes: list[subprocess.Popen]) -> None:
-    while all(p.poll() is None for p in processes):
+def _supervise(processes: list[Supervised], say) -> None:
+    """Until interrupted: a dead worker or beat is started again; a dead web server ends it."""
+    while True:
+        try:
+            restart_dead(processes, say)
+        except ServiceExited as exited:
+            raise CommandError(str(exited)) from None
         time.sleep(1)  # a supervisor loop, not a wait for an event
-    raise CommandError("a demo service exited; see its output above")
 
 
-def _stop(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    for process in processes:
+def _stop(processes: list[Supervised]) -> None:
+    running = [p.process for p in processes if p.process is not None and p.exit_code is None]
+    for process in running:
+        process.send_signal(signal.SIGTERM)
+    for process in running:
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:

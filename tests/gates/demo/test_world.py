@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from gates.demo.world import build_demo_world
+from gates.demo.world import build_demo_world, demo_host
 from gates.models import AuditEvent, SpecSignature
 
 pytestmark = pytest.mark.django_db
@@ -28,3 +30,16 @@ def test_building_the_world_again_signs_nothing_twice():
     signed = SpecSignature.objects.count()
     build_demo_world(passwords=PASSWORDS)
     assert SpecSignature.objects.count() == signed
+
+
+def test_each_demo_engagement_has_an_emulated_host_of_its_own():
+    """simhost keeps its GPUs' live state beside the host config: a shared config made the
+    two hosts one machine, and a second run while the first ran found the GPUs busy."""
+    engagements = build_demo_world(passwords=PASSWORDS)
+    hosts = [demo_host(engagement) for engagement in engagements]
+    assert len({host.pk for host in hosts}) == len(engagements) == 2
+    for key in ("sim_host_config", "run_root", "port"):
+        values = [str(host.parameters[key]) for host in hosts]
+        assert len(set(values)) == len(values), key
+    folders = {Path(host.parameters["sim_host_config"]).parent for host in hosts}
+    assert len(folders) == len(hosts)
