@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-DASH = "—"  # shown where a value does not exist, instead of "None"
+from gates import figures
+
+DASH = figures.DASH
 
 
-def number(value: object, digits: int = 3) -> str:
-    """A number as a person reads it: whole numbers without decimals ("8", not "8.000"),
-    others to `digits` significant figures, no trailing zeros; not a number: a dash."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return DASH if value in (None, "") else str(value)
-    if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}".replace(",", "\u202f")
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(digits - 1 - magnitude, 0)
-    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+def number(value: object) -> str:
+    """A number as gates.figures writes it everywhere (pages, charts, PDF)."""
+    return figures.number(value)
 
 
 def shown(value: object) -> str:
@@ -37,17 +31,7 @@ def duration(seconds: float | timedelta | None) -> str:
     """ "850 ms", "42 s", "3 min 5 s", "2 h 14 min"."""
     if isinstance(seconds, timedelta):
         seconds = seconds.total_seconds()
-    if seconds is None or seconds < 0:
-        return DASH
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {rest} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
+    return figures.seconds(seconds)
 
 
 def moment(value: datetime | None) -> str:
