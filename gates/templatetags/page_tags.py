@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import template
 
 from gates import figures
-from gates.pages import formatting
+from gates.pages import formatting, overview
 from gates.pages.report.tables import G1_RULES, G4_RULES
 
 register = template.Library()
@@ -15,6 +15,9 @@ register.filter("number", formatting.number)
 register.filter("shown", formatting.shown)
 register.filter("duration", formatting.duration)
 register.filter("moment", formatting.moment)
+register.filter("verdict_words", overview.verdict_words)
+register.filter("did_not_pass", overview.did_not_pass)
+register.filter("qualifiers", overview.qualifiers)
 
 
 @register.simple_tag

@@ -9,7 +9,7 @@ import pytest
 
 from gates.decisions.units import clause_comparison, clause_unit
 from gates.pages.formatting import duration, number, shown
-from gates.pages.overview import gate_label, gate_tone, next_action
+from gates.pages.overview import did_not_pass, gate_label, gate_tone, next_action
 
 
 @dataclass
@@ -18,6 +18,11 @@ class G:
     state: str = "locked"
     verdict: str = "pending"
     stop_loss_review: bool = False
+    readout: dict | None = None
+
+
+def latest(**brief) -> dict:
+    return {"latest_decision": brief}
 
 
 @pytest.mark.parametrize(
@@ -30,6 +35,21 @@ class G:
         (G("G2", "running", "fail"), "running", "state-running"),
         (G("G2", "waived", "fail"), "waived", "state-waived"),
         (G("G1", "decided", "infra_error"), "infra error", "verdict-infra_error"),
+        (
+            G("G4", "decided", "pass", readout=latest(compressed=True)),
+            "pass · compressed",
+            "verdict-pass",
+        ),
+        (
+            G("G3", "decided", "pass", readout=latest(rehearsal=True)),
+            "pass · rehearsal",
+            "verdict-pass",
+        ),
+        (
+            G("G3", "decided", "acknowledged_underpowered"),
+            "acknowledged underpowered",
+            "verdict-acknowledged_underpowered",
+        ),
     ],
 )
 def test_a_gate_is_labelled_and_coloured_by_its_verdict_or_state(gate, label, tone):
@@ -111,3 +131,14 @@ def test_times_carry_their_zone():
 
     assert moment(datetime(2026, 12, 1, 13, 18, 4, tzinfo=UTC)) == "2026-12-01 13:18:04 UTC"
     assert moment(None) == "—"
+
+
+def test_inconclusive_is_never_called_failed_and_a_waiver_is_never_every_gate_passed():
+    assert did_not_pass("inconclusive") == "did not pass (latest verdict: inconclusive)"
+    assert did_not_pass("fail") == "failed"
+    review = G("G3", "decided", "inconclusive", stop_loss_review=True)
+    assert "fail" not in next_action("active", [G("G1", "decided", "pass"), review])
+    waived = [G("G1", "decided", "pass"), G("G2", "waived", "inconclusive")]
+    assert next_action("passed", waived) == "Done: G2 waived, every other gate passed"
+    assert next_action("active", waived) == "G2 waived, every other gate passed"
+    assert next_action("passed", waived[:1]) == "Done: every gate passed"

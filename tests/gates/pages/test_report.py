@@ -172,9 +172,13 @@ def test_a_waived_gate_reports_the_waiver_with_its_justification(
     reason = "vLLM 0.19 is what the customer runs in production"
     waiver = services.gate_waive(actor=actor, viewer=vendor_viewer, gate=g1, justification=reason)
     text = page_text(report(client, customer_viewer, g1.pk))
-    assert f"Verdict: {waiver.verdict.upper()}" in text and f"“{reason}”" in text
-    assert "waived by a vendor admin" in text
+    # The headline says waived, never the engine's verdict it overrode.
+    assert "Verdict: WAIVED" in text and f"Verdict: {waiver.verdict.upper()}" not in text
+    assert f"“{reason}”" in text and "waived by a vendor admin" in text
     assert f"Evidence envelope digest {envelope_digest(waiver)}" in text
     # The numbers the waiver overrode stay on the report, and the inventory they came from.
-    assert "overrides the engine's decision" in text and "vllm_min version at least" in text
+    assert (
+        "This waiver overrides the engine's decision" in text
+        and "vllm_min version at least" in text
+    )
     assert "GPU 0 NVIDIA H100 80GB HBM3" in text
