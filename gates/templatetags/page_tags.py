@@ -7,10 +7,9 @@ from django import template
 
 from gates import figures
 from gates.pages import formatting, overview
-from gates.pages.report.tables import G1_RULES, G4_RULES
 
 register = template.Library()
-CHECK_RULES = {**G1_RULES, **G4_RULES}
+CHECK_RULES = overview.CHECK_RULES
 register.filter("number", formatting.number)
 register.filter("shown", formatting.shown)
 register.filter("duration", formatting.duration)

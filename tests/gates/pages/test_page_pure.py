@@ -9,7 +9,14 @@ import pytest
 
 from gates.decisions.units import clause_comparison, clause_unit
 from gates.pages.formatting import duration, number, shown
-from gates.pages.overview import did_not_pass, gate_label, gate_tone, next_action
+from gates.pages.overview import (
+    did_not_pass,
+    gate_label,
+    gate_summary,
+    gate_tone,
+    next_action,
+    run_summary,
+)
 
 
 @dataclass
@@ -142,3 +149,68 @@ def test_inconclusive_is_never_called_failed_and_a_waiver_is_never_every_gate_pa
     assert next_action("passed", waived) == "Done: G2 waived, every other gate passed"
     assert next_action("active", waived) == "G2 waived, every other gate passed"
     assert next_action("passed", waived[:1]) == "Done: every gate passed"
+
+
+def test_a_summary_names_the_deciding_clause_with_its_number_and_bar_and_who_acts():
+    clauses = [
+        {
+            "metric": "ttft_p50",
+            "change": "reduction",
+            "tiers": 8,
+            "unit": "%",
+            "verdict": "pass",
+            "estimate": 40.0,
+            "low": 35.0,
+            "high": 45.0,
+            "threshold": 29.0,
+        },
+        {
+            "metric": "ttft_p50",
+            "change": "reduction",
+            "tiers": 16,
+            "unit": "%",
+            "verdict": "inconclusive",
+            "estimate": 30.25,
+            "low": 26.5,
+            "high": 34.0,
+            "threshold": 29.0,
+            "cause": "the interval straddles the bar",
+        },
+    ]
+    summary = gate_summary(G("G3", "decided", "inconclusive"), clauses)
+    assert summary["happened"] == "G3 did not pass: inconclusive."
+    assert summary["deciding"] == (
+        "ttft_p50 reduction at c=16: 30.25 % (interval 26.50 % to 34.00 %), bar 29 %: "
+        "the interval straddles the bar"
+    )
+    assert summary["who"] == "vendor" and "re-runs G3" in summary["next"]
+    review = gate_summary(G("G3", "decided", "fail", stop_loss_review=True), clauses)
+    assert review["who"] == "vendor" and "stops the engagement or waives" in review["next"]
+    assert gate_summary(G("G4", "decided", "pass"), [])["who"] == "nobody"
+    assert gate_summary(G("G2", "running"), [])["who"] == "nobody"
+    check = {
+        "metric": "error_rate",
+        "unit": "%",
+        "verdict": "fail",
+        "observed": 1.25,
+        "expected": 0.5,
+        "cause": "too many failed requests",
+    }
+    assert (
+        "error_rate: observed 1.25 %, expected 0.5 %"
+        in gate_summary(G("G4", "decided", "fail"), [check])["deciding"]
+    )
+
+
+def test_a_run_that_ended_without_a_verdict_says_why_and_that_it_does_not_count():
+    summary = run_summary(
+        G("G3", "ready"),
+        state="finished",
+        outcome="infra_error",
+        reason="ssh refused",
+        verdict=None,
+        clauses=[],
+    )
+    assert summary["happened"] == "The run ended without a verdict (infra error): ssh refused."
+    assert summary["deciding"] == "It does not count toward stop-loss."
+    assert summary["who"] == "vendor"
