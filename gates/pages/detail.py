@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
@@ -147,6 +149,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "log": runs.run_log_window(run),
             "decision": decision,
             "summary": summary,
+            "stalled": runs.run_stall(
+                run, timezone.now(), settings.TOLLGATE_RUN_STALE_AFTER_S, soak=soak is not None
+            ),
             "can_cancel": viewer.can("run.cancel") and not run.is_ended,
             "soak": soak,
             "can_control_soak": bool(soak)
