@@ -95,3 +95,23 @@ def test_no_page_has_an_axe_violation(chromium_context, pages, role, width):
             if wide > inner:
                 found.setdefault(name, []).append({"id": "sideways-scroll", "px": wide})
     assert not found, found
+
+
+def test_the_checker_finds_what_the_issue_found(chromium_context, pages):
+    """The same run over a page with the faults the issue counted (the old green badge at
+    4.44:1, an html without lang, an unnamed button, a scroll box that takes no focus)."""
+    cookie, _ = pages["customer"]
+    html = (
+        "<html><head><title>t</title></head><body><main>"
+        '<span style="background:#e3f4e8;color:#1a7f37;font-size:12px">pass</span>'
+        "<button></button>"
+        '<div style="overflow:auto;width:50px;height:20px"><p style="width:400px">wide text</p>'
+        "</div></main></body></html>"
+    )
+    with chromium_context(cookie) as context:
+        page = context.new_page()
+        page.set_content(html)
+        page.add_script_tag(content=axe_source())
+        found = {v["id"] for v in page.evaluate(RUN_AXE, TAGS)}
+    assert {"color-contrast", "html-has-lang", "button-name"} <= found, found
+    assert "scrollable-region-focusable" in found, found
