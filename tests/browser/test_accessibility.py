@@ -7,6 +7,7 @@ page and is checked too."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,9 @@ def pages(
         "engagement-alerts": reverse("gates:engagement-alerts", args=[engagement.pk]),
         "account": reverse("password_change"),
         "not-found": "/no-such-page/",
+        # Swagger UI (/api/docs/) is left out: its own script-built DOM nests buttons in
+        # links and greys its text below 4.5:1 (issue 30 keeps it open); its <html> has lang.
+        "api-browsable": reverse("api:engagement-list"),
     }
     vendor = {
         **common,
@@ -94,7 +98,7 @@ def test_no_page_has_an_axe_violation(chromium_context, pages, role, width):
             wide, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             if wide > inner:
                 found.setdefault(name, []).append({"id": "sideways-scroll", "px": wide})
-    assert not found, found
+    assert not found, json.dumps(found, indent=1)
 
 
 def test_the_checker_finds_what_the_issue_found(chromium_context, pages):
