@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from gates.decisions.units import clause_comparison, clause_unit
-from gates.pages.formatting import duration, number, shown
+from gates.pages.formatting import duration, number, said_once, shown
 from gates.pages.overview import (
     did_not_pass,
     gate_label,
@@ -214,3 +214,11 @@ def test_a_run_that_ended_without_a_verdict_says_why_and_that_it_does_not_count(
     assert summary["happened"] == "The run ended without a verdict (infra error): ssh refused."
     assert summary["deciding"] == "It does not count toward stop-loss."
     assert summary["who"] == "vendor"
+
+
+def test_a_reason_repeated_for_each_gpu_is_said_once():
+    reason = "; ".join(f"GPU {i}: nvidia-smi reported ERR! for memory" for i in range(8))
+    assert said_once(reason) == "GPUs 0-7: nvidia-smi reported ERR! for memory"
+    assert said_once("GPU 2: lost\nssh refused\nGPU 5: lost") == "GPUs 2, 5: lost; ssh refused"
+    assert said_once("ssh refused") == "ssh refused" and said_once("") == ""
+    assert said_once("GPU 3: hot") == "GPU 3: hot"
