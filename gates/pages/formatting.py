@@ -65,3 +65,45 @@ def _one(sentence: str, gpus: list[int]) -> str:
     run = ordered == list(range(ordered[0], ordered[-1] + 1))
     which = f"{ordered[0]}-{ordered[-1]}" if run else ", ".join(map(str, ordered))
     return sentence.replace("GPU #", f"GPUs {which}", 1)
+
+
+_WORDS = {
+    "gpu": "GPU",
+    "gpus": "GPUs",
+    "vllm": "vLLM",
+    "cuda": "CUDA",
+    "rocm": "ROCm",
+    "gib": "GiB",
+    "mib": "MiB",
+    "sha256": "SHA-256",
+    "os": "OS",
+    "cpu": "CPU",
+}
+
+
+def fact_label(name: object) -> str:
+    """A stored field name as words: "gpu_names" is "GPU names", "host_memory_bytes" "host
+    memory" (the unit goes with the value)."""
+    words = str(name).removesuffix("_bytes").split("_")
+    text = " ".join(_WORDS.get(word, word) for word in words)
+    return text[:1].upper() + text[1:]
+
+
+def fact(value: object, name: object = "") -> str:
+    """A stored fact for a person: bytes in GiB/TiB, yes/no, a list once per distinct item
+    with its count ("8 x NVIDIA H100 80GB HBM3"), never Python's repr."""
+    if str(name).endswith("_bytes") and figures.finite(value) is not None:
+        return figures.byte_size(value)
+    if str(name).endswith("_gib") and figures.finite(value) is not None:
+        return figures.gib(value)
+    if isinstance(value, (list, tuple)):
+        shown_items = [fact(item) for item in value]
+        distinct = list(dict.fromkeys(shown_items))
+        counted = [
+            f"{shown_items.count(item)} x {item}" if shown_items.count(item) > 1 else item
+            for item in distinct
+        ]
+        return ", ".join(counted) or DASH
+    if isinstance(value, dict):
+        return "; ".join(f"{fact_label(k)}: {fact(v, k)}" for k, v in value.items()) or DASH
+    return shown(value)

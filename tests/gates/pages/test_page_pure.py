@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from gates.decisions.units import clause_comparison, clause_unit
-from gates.pages.formatting import duration, number, said_once, shown
+from gates.pages.formatting import duration, fact, fact_label, number, said_once, shown
 from gates.pages.overview import (
     did_not_pass,
     gate_label,
@@ -222,3 +222,14 @@ def test_a_reason_repeated_for_each_gpu_is_said_once():
     assert said_once("GPU 2: lost\nssh refused\nGPU 5: lost") == "GPUs 2, 5: lost; ssh refused"
     assert said_once("ssh refused") == "ssh refused" and said_once("") == ""
     assert said_once("GPU 3: hot") == "GPU 3: hot"
+
+
+def test_inventory_facts_read_as_words_not_python():
+    assert fact(["NVIDIA H100 80GB HBM3"] * 8, "gpu_names") == "8 x NVIDIA H100 80GB HBM3"
+    assert fact(True, "offload_present") == "yes" and fact(2199023255552, "host_memory_bytes") == (
+        "2 TiB"
+    )
+    assert fact_label("host_memory_bytes") == "Host memory" and fact_label("gpu_names") == (
+        "GPU names"
+    )
+    assert fact({"capacity_gib": 1024, "present": False}) == "Capacity GiB: 1 TiB; Present: no"
