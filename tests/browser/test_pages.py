@@ -196,7 +196,7 @@ def test_a_customer_sees_only_their_engagement_its_gate_strip_and_clauses_with_u
         shoot(page, "engagement-list")
         page.goto(world.urls["g1"])
         table = page.locator("#clauses table")
-        assert "Unit" in table.locator("thead").inner_text()
+        assert "Expected" in table.locator("thead").inner_text()  # units go with each value
         count = page.locator('#clauses tr:has-text("gpu_count")').inner_text()
         assert "GPUs" in count and "8.000" not in count and "None" not in count
         assert "None" not in page.locator("#clauses").inner_text()
