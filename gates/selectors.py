@@ -61,7 +61,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 1
+READOUT_SHAPE = 2
 
 
 def gate_readout(gate_id: int) -> dict:
@@ -111,6 +111,8 @@ def _decision_brief(gate: Gate) -> dict | None:
         "id": gate.latest_decision_pk,
         "verdict": gate.latest_decision_verdict,
         "rehearsal": gate.latest_decision_rehearsal,
+        # A G4 soak under an hour: its verdict is shown as compressed wherever it is shown.
+        "compressed": bool(gate.latest_decision_result_soak_compressed),
         "spec_version": gate.latest_decision_spec_version,
         "spec_digest": gate.latest_decision_spec_digest,
         "created_at": gate.latest_decision_created_at.isoformat(),
@@ -122,6 +124,7 @@ LATEST_DECISION_FIELDS = (
     "pk",
     "verdict",
     "rehearsal",
+    "result__soak__compressed",
     "spec__version",
     "spec__digest",
     "created_at",

@@ -12,6 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from gates import figures
 from gates.charts.style import (
     ARM_COLORS,
     BAR_COLOR,
@@ -177,16 +178,21 @@ def _unknown_trace(cells: list[Mapping[str, Any]]) -> go.Scatter:
 
 
 def _cell_hover(cell: Mapping[str, Any], unit: str) -> str:
-    estimate, low, high = (finite_float(cell.get(key)) for key in ("estimate", "low", "high"))
-    interval = f"[{show_number(low, unit)}, {show_number(high, unit)}]"
+    estimate, low, high = figures.estimate_interval(
+        finite_float(cell.get("estimate")),
+        finite_float(cell.get("low")),
+        finite_float(cell.get("high")),
+        unit,
+    )
+    interval = f"[{low}, {high}]"
     confidence, n = finite_float(cell.get("confidence_at_look")), finite_float(cell.get("n"))
     where = ""
     if confidence is not None and n is not None:
-        where = f"<br>{confidence:.1%} interval after {n:g} repetitions"
+        where = f"<br>{figures.share(confidence)} interval after {n:g} repetitions"
     verdict = text_of(cell.get("verdict")) or "no verdict"
     cause = wrap_text(text_of(cell.get("cause")))
     return (
-        f"<b>{cell_label(cell)}</b><br>{show_number(estimate, unit)} {interval}{where}"
+        f"<b>{cell_label(cell)}</b><br>{estimate} {interval}{where}"
         f"<br>bar: at least {show_number(finite_float(cell.get('threshold')), unit)}"
         f"<br><b>{verdict}</b>{': ' + cause if cause else ''}"
     )

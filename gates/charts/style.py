@@ -13,6 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from gates import figures
 from gates.specs.schema import METRICS
 
 # Same colours as the page's verdict badges (gates.css); shapes too, for colour-blind readers.
@@ -107,11 +108,8 @@ def gap_between(start: float | None, end: float | None) -> float:
 
 
 def show_number(value: float | None, unit: str) -> str:
-    if value is None:
-        return "n/a"
-    if unit.strip() == "x":
-        return f"{value:.2f}x"
-    return f"{value:,.1f}{unit if unit.startswith(' ') else ' ' + unit}".rstrip()
+    """A chart label's number, as gates.figures writes it on the pages and in the PDF."""
+    return "n/a" if value is None else figures.number(value, unit)
 
 
 def integer_or_none(value: Any) -> int | None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
@@ -17,11 +19,11 @@ from gates.pages.contract import gate_contract
 from gates.pages.engagement import engagement_overview
 from gates.pages.evidence import evidence_brief
 from gates.pages.hosts.inventory import engagement_inventory, run_can_amend_inventory
-from gates.pages.overview import gate_label, gate_tone, next_action
+from gates.pages.overview import gate_label, gate_summary, gate_tone, next_action, run_summary
 from gates.pages.soak import view as soakview
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
-from gates.selectors import engagement_last_host_id, gate_clauses
+from gates.selectors import clause_rows, engagement_last_host_id, gate_clauses
 from gates.services.runs.attempts import run_spent_attempt
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.program.sequence import has_program
@@ -90,6 +92,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
     spec = gate.current_spec
     hosts = visible(Host, viewer).filter(organization_id=gate.engagement.organization_id)
     kv_warning = spec_kv_warning(gate.engagement, spec.document) if gate.kind == "G3" else ""
+    clauses = gate_clauses(gate)
     return render(
         request,
         "gates/gate_detail.html",
@@ -102,7 +105,8 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "spec_json": json.dumps(spec.document, indent=2) if spec else "",
             "runs": gate.runs.select_related("host", "spec")[:50],
             "decisions": gate.decisions.select_related("decided_by", "spec")[:20],
-            "clauses": gate_clauses(gate),
+            "clauses": clauses,
+            "summary": gate_summary(gate, clauses),
             "hosts": hosts,
             "default_host_id": engagement_last_host_id(gate.engagement),
             "runnable": has_program(gate.kind),
@@ -128,6 +132,15 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         Run.objects.select_related("gate__engagement", "host", "spec"), viewer, pk=pk
     )
     soak = Soak.objects.filter(run=run).first()
+    decision = run.decisions.filter(kind=Decision.Kind.ENGINE).first()
+    summary = run_summary(
+        run.gate,
+        state=run.state,
+        outcome=run.outcome,
+        reason=run.reason,
+        verdict=decision.verdict if decision else None,
+        clauses=clause_rows(decision.clauses) if decision else [],
+    )
     return render(
         request,
         "gates/run_detail.html",
@@ -139,7 +152,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "steps": runs.run_steps(run),
             "files": runs.run_files(run),
             "log": runs.run_log_window(run),
-            "decision": run.decisions.filter(kind=Decision.Kind.ENGINE).first(),
+            "decision": decision,
+            "summary": summary,
+            "stalled": runs.run_stall(
+                run, timezone.now(), settings.TOLLGATE_RUN_STALE_AFTER_S, soak=soak is not None
+            ),
             "can_cancel": viewer.can("run.cancel") and not run.is_ended,
             "spent_attempt": (run_spent_attempt(run) if run.gate.kind == Gate.Kind.G3 else None),
             "soak": soak,

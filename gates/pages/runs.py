@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from gates.inputs import id_input
 from gates.logtail import LogWindow, log_tail
 from gates.models import Artifact, Run
+from gates.pages import formatting
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 
@@ -79,3 +80,23 @@ def _base64(hex_digest: str) -> str:
         return base64.b64encode(bytes.fromhex(hex_digest)).decode()
     except (ValueError, binascii.Error):
         return ""
+
+
+def run_stall(run: Run, now: datetime, limit_s: float, *, soak: bool) -> str:
+    """What the run page says when a queued or running run has shown no sign of life (a step's
+    heartbeat, its start, its queueing) for longer than a step may take; "" otherwise. Uploaded
+    runs wait on a person and a soak's collector is watched by the beat (the service banner
+    says when the beat is down), as gates.services.runs_stale has it."""
+    if run.is_ended or soak or run.source != Run.Source.REMOTE:
+        return ""
+    last = run.heartbeat_at or run.started_at or run.created_at
+    quiet_s = (now - last).total_seconds()
+    if quiet_s <= limit_s:
+        return ""
+    quiet = formatting.duration(quiet_s)
+    if run.state == Run.State.QUEUED:
+        return f"Queued for {quiet} and no worker has picked it up: the worker may be down."
+    return (
+        f"No sign of life for {quiet} (a step reports within {formatting.duration(limit_s)}): "
+        "the worker or the host may be down. It is marked failed if it stays silent."
+    )

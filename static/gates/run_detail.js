@@ -24,9 +24,16 @@
     field("state").textContent = run.state;
     field("state").className = `badge run-${run.state}`;
     field("outcome").textContent = run.outcome;
+    // A finished run never reads "2/3 steps": a soak's last step ends with its collector.
+    const completed = run.outcome === "completed";
+    const ended = run.state === "finished" || run.state === "canceled";
     field("progress").max = Math.max(run.progress.total, 1);
-    field("progress").value = run.progress.done;
-    field("progress-text").textContent = `${run.progress.done}/${run.progress.total} steps`;
+    field("progress").value = completed ? Math.max(run.progress.total, 1) : run.progress.done;
+    field("progress-text").textContent = completed
+      ? "every step done"
+      : ended
+        ? `stopped after ${run.progress.done} of ${run.progress.total} steps (${run.outcome.replace("_", " ")})`
+        : `${run.progress.done}/${run.progress.total} steps`;
     field("reason").textContent = run.reason;
     appendLog(run.log_tail);
     next = run.log_tail.next;

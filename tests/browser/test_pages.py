@@ -189,14 +189,14 @@ def test_a_customer_sees_only_their_engagement_its_gate_strip_and_clauses_with_u
         chip = page.locator('tr:has-text("480B long context") [data-gate="G1"]').first
         assert chip.inner_text() == "G1 pass"  # the verdict in text, not only a tooltip
         colour = chip.evaluate("element => getComputedStyle(element).color")
-        assert colour == "rgb(26, 127, 55)"  # the pass green, not the grey chip default
+        assert colour == "rgb(20, 108, 46)"  # the pass green (4.5:1 on its badge), not the grey
         failed = page.locator('tr:has-text("stop-loss pilot") [data-gate="G1"]')
         assert failed.inner_text() == "G1 fail"
         assert failed.evaluate("element => getComputedStyle(element).color") == "rgb(198, 40, 40)"
         shoot(page, "engagement-list")
         page.goto(world.urls["g1"])
         table = page.locator("#clauses table")
-        assert "Unit" in table.locator("thead").inner_text()
+        assert "Expected" in table.locator("thead").inner_text()  # units go with each value
         count = page.locator('#clauses tr:has-text("gpu_count")').inner_text()
         assert "GPUs" in count and "8.000" not in count and "None" not in count
         assert "None" not in page.locator("#clauses").inner_text()

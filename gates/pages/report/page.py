@@ -21,6 +21,7 @@ from gates.evidence import envelope_digest
 from gates.models import Decision, Gate
 from gates.pages import dashboards
 from gates.pages.dashboards import Panel
+from gates.pages.overview import verdict_words
 from gates.pages.report import pdf
 from gates.pages.report import svg as static_charts
 from gates.pages.report.tables import NO_INTERVAL, clause_table, inventory_table
@@ -107,6 +108,22 @@ def report_context(
         "inventory_decision": inventory_decision,
         "digest": report_digest(decision),
         "pdf": pdf,
+        "headline": headline(decision, result),
+    }
+
+
+def headline(decision: Decision, result: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's verdict line: a waiver reads "waived" (never the engine's verdict it
+    overrode); a compressed soak says so next to the verdict."""
+    soak = result.get("soak") if isinstance(result.get("soak"), Mapping) else {}
+    qualifiers = ["compressed soak"] if soak and soak.get("compressed") else []
+    if decision.kind == Decision.Kind.WAIVER:
+        return {"word": "waived", "qualifiers": qualifiers, "override": "This waiver overrides"}
+    override = "The engagement was stopped at stop-loss review after"
+    return {
+        "word": verdict_words(decision.verdict),
+        "qualifiers": qualifiers,
+        "override": override if decision.kind == Decision.Kind.STOP else "",
     }
 
 

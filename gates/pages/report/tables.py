@@ -6,11 +6,11 @@ reads "n/a", never an error (the stored JSON is evidence and is shown as it is).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gates import figures
 from gates.charts.g3 import CHANGE_UNITS
 from gates.charts.style import metric_label
 
@@ -125,11 +125,26 @@ def _g3_row(cell: Mapping[str, Any]) -> ClauseRow:
         name=f"{name}, c={_text(cell.get('tier'))}",
         comparison=CHANGE_RULES.get(change, change or NOT_AVAILABLE),
         bar=_number(cell.get("threshold"), unit),
-        estimate=_number(cell.get("estimate"), unit),
-        interval=_interval(cell.get("low"), cell.get("high"), unit, cell.get("confidence_at_look")),
+        estimate=_estimate(cell, unit),
+        interval=_interval(
+            cell.get("low"),
+            cell.get("high"),
+            unit,
+            cell.get("confidence_at_look"),
+            estimate=cell.get("estimate"),
+        ),
         verdict=_text(cell.get("verdict")),
         cause=_text(cell.get("cause"), empty=""),
     )
+
+
+def _estimate(cell: Mapping[str, Any], unit: str) -> str:
+    """The estimate to the same decimals as its interval (gates.figures.estimate_interval)."""
+    if figures.finite(cell.get("estimate")) is None:
+        return NOT_AVAILABLE
+    return figures.estimate_interval(cell.get("estimate"), cell.get("low"), cell.get("high"), unit)[
+        0
+    ]
 
 
 # --- G2 -------------------------------------------------------------------------------------
@@ -225,22 +240,16 @@ def _check_row(
 
 
 def _number(value: Any, unit: str) -> str:
-    number = _finite(value)
-    if number is None:
-        return NOT_AVAILABLE
-    if unit == "x":
-        return f"{number:.3f}x"
-    # Whole numbers as they were written (a bar of 25 %), others to a fixed 2 decimals.
-    shown = f"{number:,.0f}" if number == int(number) else f"{number:,.2f}"
-    return f"{shown} {unit}".rstrip()
+    return NOT_AVAILABLE if figures.finite(value) is None else figures.number(value, unit)
 
 
-def _interval(low: Any, high: Any, unit: str, confidence: Any) -> str:
-    if _finite(low) is None and _finite(high) is None:
+def _interval(low: Any, high: Any, unit: str, confidence: Any, estimate: Any = None) -> str:
+    if figures.finite(low) is None and figures.finite(high) is None:
         return NOT_AVAILABLE
-    level = _finite(confidence)
-    at = f" at {level * 100:.4g} %" if level is not None and 0 < level < 1 else ""
-    return f"[{_number(low, unit)}, {_number(high, unit)}]{at}"
+    level = figures.finite(confidence)
+    at = f" at {figures.share(level)}" if level is not None and 0 < level < 1 else ""
+    _, shown_low, shown_high = figures.estimate_interval(estimate, low, high, unit)
+    return f"[{shown_low}, {shown_high}]{at}"
 
 
 def _fact(value: Any, unit: str) -> str:
@@ -262,12 +271,11 @@ def _offload_tier(tier: Mapping[str, Any]) -> str:
         return NOT_AVAILABLE
     present = "present" if tier.get("present") else "absent"
     capacity = _finite(tier.get("capacity_gib"))
-    return f"{present}, {_number(capacity, 'GiB')}" if capacity is not None else present
+    return f"{present}, {figures.gib(capacity)}" if capacity is not None else present
 
 
 def _bytes_gib(value: Any) -> str:
-    number = _finite(value)
-    return NOT_AVAILABLE if number is None else _number(number / GIB, "GiB")
+    return NOT_AVAILABLE if _finite(value) is None else figures.byte_size(value)
 
 
 def _mib_as_gib(value: Any) -> float | None:
@@ -276,9 +284,7 @@ def _mib_as_gib(value: Any) -> float | None:
 
 
 def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
+    return figures.finite(value)
 
 
 def _text(value: Any, *, empty: str = NOT_AVAILABLE) -> str:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gates import figures
 from gates.charts import g2 as charts_g2
 from gates.charts import g3 as charts
 from gates.charts import style
@@ -174,7 +175,7 @@ def test_a_cell_reads_like_a_sentence_a_customer_understands():
     assert charts.cell_label(cell) == "TTFT p50 reduction, offload vs baseline, c=16"
     hover = estimate_traces(charts.forest_figure({"clauses": [cell]}))[0]["hovertext"][0]
     assert hover.startswith("<b>TTFT p50 reduction, offload vs baseline, c=16</b>")
-    assert f"{cell['estimate']:.1f} %" in hover and "bar: at least 25.0 %" in hover
+    assert f"{figures.number(cell['estimate'], '%')}" in hover and "bar: at least 25 %" in hover
 
 
 def test_the_passing_side_of_each_bar_is_shaded():

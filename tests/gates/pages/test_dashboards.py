@@ -204,3 +204,21 @@ def test_runs_plot_their_clause_metrics_topped_up_to_two():
     assert (
         chart_metrics(None) == chart_metrics({"clauses": "x"}) == ["ttft_p50", "output_throughput"]
     )
+
+
+@pytest.mark.django_db
+def test_gate_and_run_pages_open_with_what_happened_and_who_acts_next(
+    client, actor, vendor_viewer, engagement, customer_viewer
+):
+    decision = record_g3_decision(actor, vendor_viewer, engagement)
+    client.force_login(customer_viewer)
+    gate_page = client.get(reverse("gates:gate-detail", args=[decision.gate_id])).content.decode()
+    summary = gate_page[gate_page.index('id="summary"') :].split("</section>", 1)[0]
+    assert gate_page.index('id="summary"') < gate_page.index('id="clauses"')
+    assert "What happened" in summary and 'data-who="' in summary
+    if decision.verdict in ("fail", "inconclusive"):
+        deciding = next(c for c in decision.clauses if c["verdict"] == decision.verdict)
+        assert f"at c={deciding['tier']}" in summary and "bar " in summary
+    run = decision.runs.first()
+    run_page = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
+    assert f"This run&#x27;s verdict: {decision.verdict}" in run_page

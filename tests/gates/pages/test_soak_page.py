@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from gates import services
 from gates.charts import g4
-from gates.models import Run, Soak, SoakSample
+from gates.models import Gate, Run, Soak, SoakSample
 from gates.pages.soak import columns as soakcolumns
 from gates.specs import validation as specs
 
@@ -239,3 +239,31 @@ def test_a_soak_that_ended_without_a_decision_never_says_it_is_still_running(
     ended = client.get(url).content.decode()
     assert "still running" not in ended
     assert "Last provisional verdict before the soak ended (it decides nothing" in ended
+
+
+def test_a_compressed_soak_is_labelled_so_wherever_its_verdict_is_shown(
+    client, customer_viewer, soak_run
+):
+    from gates.selectors import gate_readout
+    from gates.services.soak.ticks import _decide
+
+    store(soak_run, range(6))
+    Soak.objects.filter(run=soak_run).update(compressed=True)
+    Gate.objects.filter(pk=soak_run.gate_id).update(state=Gate.State.RUNNING)  # G1-G3 cleared
+    soak = Soak.objects.get(run=soak_run)
+    decision = services.decision_record(run_id=soak_run.pk, result=_decide(soak))
+    gate = soak_run.gate
+    client.force_login(customer_viewer)
+    gate_page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    verdict = decision.verdict.replace("_", " ")
+    assert f'>{verdict}</span> <span class="badge qualifier-compressed">compressed soak<' in (
+        gate_page
+    )
+    engagement = reverse("gates:engagement-detail", args=[gate.engagement_id])
+    assert "qualifier-compressed" in client.get(engagement).content.decode()
+    listing = client.get(reverse("gates:engagement-list")).content.decode()
+    assert f'data-label="{verdict} · compressed"' in listing
+    # The API's gate read (GET /api/v1/gates/<pk>/) serves this stored readout.
+    assert gate_readout(gate.pk)["latest_decision"]["compressed"] is True
+    report = client.get(reverse("gates:gate-report", args=[gate.pk])).content.decode()
+    assert 'class="badge qualifier-compressed soak">compressed soak<' in report
