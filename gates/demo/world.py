@@ -59,6 +59,8 @@ class DemoEngagement:
     workload: Workload
     tiers: tuple[int, ...]
     min_external_hit_rate: float
+    # the G3 verdict this engagement is built to show: `demo --once` fails when it misses it
+    expected_g3: str
 
 
 ENGAGEMENTS = (
@@ -71,6 +73,7 @@ ENGAGEMENTS = (
         workload=COLD_RECOVERY,
         tiers=(8, 16),
         min_external_hit_rate=0.2,
+        expected_g3="pass",
     ),
     DemoEngagement(
         title="8B short chat (offload does not help)",
@@ -83,6 +86,7 @@ ENGAGEMENTS = (
         workload=SHORT_CHAT,
         tiers=(1, 2),
         min_external_hit_rate=0.0,
+        expected_g3="fail",
     ),
 )
 
@@ -110,6 +114,10 @@ def demo_sign_specs(engagement: Engagement) -> None:
         actor, viewer = services.Actor(user=user, label="demo"), viewer_for_user(user)
         for gate in engagement.gates.all():
             services.gate_spec_sign(actor=actor, viewer=viewer, spec=gate.current_spec)
+
+
+def demo_plan(engagement: Engagement) -> DemoEngagement:
+    return next(p for p in ENGAGEMENTS if p.title == engagement.title)
 
 
 def demo_host_parameters(plan: DemoEngagement) -> dict:

@@ -11,7 +11,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from simhost.engine.batching import GIB, EngineConfig
-from simhost.engine.presets import DEFAULT_MODEL_PRESET, MODEL_PRESETS, ModelPreset
+from simhost.engine.presets import (
+    DEFAULT_MODEL_PRESET,
+    MODEL_PRESETS,
+    ModelPreset,
+    gpu_for_host_model,
+)
 from simhost.host.config import HostConfig
 from simhost.host.statefile import state_dir
 from simhost.scenarios import SCENARIOS
@@ -108,8 +113,10 @@ def _with_scenario(args: argparse.Namespace) -> Dict[str, Any]:
     return values
 
 
-def _preset(values: Mapping[str, Any]) -> ModelPreset:
+def _preset(values: Mapping[str, Any], host: HostConfig) -> ModelPreset:
+    """The model preset on the host's GPUs, with the emulation flags applied."""
     preset = MODEL_PRESETS[values.get("model_preset") or DEFAULT_MODEL_PRESET]
+    preset = preset.on_gpu(gpu_for_host_model(host.gpu_model))
     overrides = {
         "kv_bytes_per_token": values.get("kv_bytes_per_token"),
         "prefill_tokens_per_s": values.get("prefill_tokens_per_s"),
@@ -120,13 +127,26 @@ def _preset(values: Mapping[str, Any]) -> ModelPreset:
     for name, value in overrides.items():
         if value is not None and value <= 0:
             raise UsageError("--{}: must be > 0".format(name.replace("_", "-")))
+    shape, platform = preset.shape, preset.platform
+    if overrides["kv_bytes_per_token"] is not None:
+        elements = 2 * shape.layers * shape.kv_heads * shape.head_dim
+        shape = replace(shape, kv_bytes_per_element=overrides["kv_bytes_per_token"] / elements)
+    if overrides["prefill_tokens_per_s"] is not None:
+        # the compute share at which a short prompt's matmuls run at the given rate
+        needed = overrides["prefill_tokens_per_s"] * 2 * shape.active_params
+        platform = replace(
+            platform, compute_efficiency=needed / (platform.gpu.bf16_flops * platform.gpus)
+        )
+    platform = replace(
+        platform,
+        step_overhead_s=_given(overrides, "decode_base_s", platform.step_overhead_s),
+        per_seq_overhead_s=_given(overrides, "decode_per_seq_s", platform.per_seq_overhead_s),
+    )
     return replace(
         preset,
-        kv_bytes_per_token=_given(overrides, "kv_bytes_per_token", preset.kv_bytes_per_token),
-        prefill_tokens_per_s=_given(overrides, "prefill_tokens_per_s", preset.prefill_tokens_per_s),
+        shape=shape,
+        platform=platform,
         max_model_len=_given(overrides, "max_model_len", preset.max_model_len),
-        decode_base_s=_given(overrides, "decode_base_s", preset.decode_base_s),
-        decode_per_seq_s=_given(overrides, "decode_per_seq_s", preset.decode_per_seq_s),
     )
 
 
@@ -165,7 +185,7 @@ def _given(values: Mapping[str, Any], name: str, default: Any) -> Any:
 
 
 def engine_config(values: Mapping[str, Any], host: HostConfig) -> EngineConfig:
-    preset = _preset(values)
+    preset = _preset(values, host)
     size, bandwidth = _offload(values, host)
     config = EngineConfig(
         preset=preset,
