@@ -7,6 +7,7 @@ performance model (simhost.engine.perf), so they agree by construction. Pure; st
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -24,6 +25,7 @@ class SessionWorkload:
     output: int
     resumes: int = 2  # measured requests per session
     flush_ratio: float = 1.2  # eviction traffic, in GPU KV capacities
+    order_seed: Optional[int] = None  # shuffle the resumes (as vllm bench does), or in order
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ def predict_arm(config: EngineConfig, workload: SessionWorkload, concurrency: in
     flush = [_request("flush", i, workload, -1 - i, 1, size) for i in range(flush_count)]
     _, _, now = _phase(engine, flush, concurrency, now)
     order = [s for _ in range(workload.resumes) for s in range(workload.sessions)]
+    if workload.order_seed is not None:
+        random.Random(workload.order_seed).shuffle(order)  # noqa: S311 - not a secret
     measured = [_request("run", i, workload, s, workload.output, size) for i, s in enumerate(order)]
     ttfts, tokens, end = _phase(engine, measured, concurrency, now)
     ttfts.sort()
