@@ -35,6 +35,7 @@ SCENARIOS: Dict[str, Scenario] = {
             "num_gpu_blocks_override": 3072,
             "max_model_len": 16384,
             "time_scale": 0.06,
+            "noise_cv": 0.04,  # run to run, as the G3 template's noise (docs/simhost.md)
         },
         offload_gib=256.0,
         bench={
@@ -52,7 +53,12 @@ SCENARIOS: Dict[str, Scenario] = {
     "offload-does-not-help": Scenario(
         name="offload-does-not-help",
         summary="480B-class TP8 model, 256-token random prompts, no reuse, concurrency 1",
-        serve={"model_preset": "sim-480b-tp8", "max_model_len": 16384, "time_scale": 0.1},
+        serve={
+            "model_preset": "sim-480b-tp8",
+            "max_model_len": 16384,
+            "time_scale": 0.1,
+            "noise_cv": 0.04,
+        },
         offload_gib=256.0,
         bench={
             "dataset_name": "random",

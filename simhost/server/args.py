@@ -7,6 +7,8 @@ Pure argument handling; imports argparse and simhost's pure modules, never aioht
 from __future__ import annotations
 
 import argparse
+import math
+import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -45,6 +47,8 @@ class ServeSettings:
     state_dir: str
     load_time_s: float
     num_gpu_blocks_override: Optional[int]
+    virtual_clock: bool = True
+    speed: float = 1.0  # this run's seeded speed factor (--noise-cv)
 
 
 FAULT_FLAGS = (
@@ -85,6 +89,13 @@ def _add_emulation_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--scenario", choices=sorted(SCENARIOS), help="defaults from a scenario")
     group.add_argument("--model-preset", choices=sorted(MODEL_PRESETS))
     group.add_argument("--time-scale", type=float, help="wall seconds per emulated second")
+    group.add_argument(
+        "--clock",
+        choices=["virtual", "wall"],
+        help="report timings off the virtual clock (default) or let the client time them",
+    )
+    group.add_argument("--noise-cv", type=float, help="run-to-run speed spread (default 0)")
+    group.add_argument("--noise-seed", type=int, help="seed of this run's speed (default: random)")
     group.add_argument("--kv-bytes-per-token", type=int)
     group.add_argument("--prefill-tokens-per-s", type=float)
     group.add_argument("--decode-step-ms", type=float, help="fixed cost of one engine step")
@@ -264,4 +275,16 @@ def serve_settings(
         state_dir=args.state_dir or state_dir(environ, args.host_config),
         load_time_s=max(0.0, args.load_time_s),
         num_gpu_blocks_override=values.get("num_gpu_blocks_override"),
+        virtual_clock=(values.get("clock") or "virtual") == "virtual",
+        speed=run_speed(_given(values, "noise_cv", 0.0), values.get("noise_seed")),
     )
+
+
+def run_speed(cv: float, seed: Optional[int]) -> float:
+    """A lognormal speed factor of mean 1 and coefficient of variation `cv`: every step of this
+    server is that much slower or faster, as one real run differs from the next."""
+    if not 0 <= cv < 1:
+        raise UsageError("--noise-cv: must be in [0, 1)")
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    rng = random.Random(seed)  # noqa: S311 - run-to-run noise, not a secret
+    return math.exp(rng.gauss(-sigma * sigma / 2, sigma)) if cv else 1.0
