@@ -30,14 +30,14 @@ USERS = {
     "customer": (CUSTOMER["slug"], Membership.Role.CUSTOMER_OWNER),
     "viewer": (CUSTOMER["slug"], Membership.Role.CUSTOMER_VIEWER),
 }
-# simhost's offload-helps scenario: 4096-token session prefixes, 16 sessions (docs/simhost.md).
+# simhost's offload-helps scenario: 12k-token session prefixes, 32 sessions (docs/simhost.md).
 COLD_RECOVERY: Workload = {
     "dataset": "cold_recovery",
-    "prefix_len": 4096,
+    "prefix_len": 12288,
     "suffix_len": 64,
-    "output_len": 32,
-    "num_prompts": 32,
-    "num_prefixes": 16,
+    "output_len": 80,
+    "num_prompts": 64,
+    "num_prefixes": 32,
     "seed": 7,
 }
 SHORT_CHAT: Workload = {
@@ -172,12 +172,12 @@ def demo_specs(plan: DemoEngagement) -> dict[str, Spec]:
     for clause in g3["clauses"]:
         if clause["tiers"] != "all":
             clause["tiers"] = [plan.tiers[0] if clause["tiers"] == [8] else plan.tiers[-1]]
-        # simhost's recompute arm is 12-16x slower than offload: against the field's 8.6x bar
-        # that is only 0.3-0.6 in log-ratio, while on a loaded 2-core box a log-ratio's sd
-        # across repetitions reaches 0.36, so 6 repetitions sometimes leave the cell open. The
-        # demo asks 4x, which the emulated host clears by a margin no scheduling noise covers.
+        # simhost's recompute arm is 3.8x (c=8) and 5.4x (c=16) behind offload here: its
+        # physics (docs/simhost.md "Calibration") has no preemption thrash while the running
+        # requests fit in VRAM, which the field's 12.6x needs and which makes medians bimodal.
+        # The demo asks 2.5x, which the emulated host clears at both tiers.
         if clause["change"] == "ratio":
-            clause["at_least"] = 4.0
+            clause["at_least"] = 2.5
     g3["validity"]["min_external_hit_rate"] = plan.min_external_hit_rate
     g3["validity"]["require_kv_exceeds_vram"] = False
     return {"G1": g1, "G2": g2, "G3": g3, "G4": demo_soak_spec()}

@@ -100,11 +100,12 @@ class EngineLoop:
         now = asyncio.get_running_loop().time()
         projected = self._anchor_virtual + (now - self._anchor_wall) / self.time_scale
         live.engine_request.arrival = max(self.virtual, projected)
-        if self.virtual_clock:
-            live.virtual_scale = self.time_scale
         if self.virtual_clock and live.promise is not None:
             live.engine_request.arrival = self.virtual  # the clock held for it
             self.lockstep.arrived(live.promise)
+        if self.virtual_clock:
+            live.virtual_scale = self.time_scale
+            live.arrival = live.engine_request.arrival * self.time_scale
         self._live[live.engine_request] = live
         self.engine.add(live.engine_request)
         self._wake.set()
@@ -130,7 +131,9 @@ class EngineLoop:
                 await self._wait_for_work(loop, result.duration)
                 continue
             await self._pace(loop, result.duration * self._drift_factor() * self.speed)
-            self._deliver(result, loop.time())
+            # under the virtual clock every stamp is the clock's (wall-scaled), metrics too
+            now = self.virtual * self.time_scale if self.virtual_clock else loop.time()
+            self._deliver(result, now)
 
     async def _hold(self, loop: asyncio.AbstractEventLoop) -> None:
         """Wait, clock stopped, for a promised request (simhost.server.lockstep)."""
@@ -196,13 +199,7 @@ class EngineLoop:
             scheduled = engine_request.first_scheduled or engine_request.arrival
             queue_time = max(0.0, scheduled - engine_request.arrival) * self.time_scale
             live.first_token = now
-            ttft = now - live.arrival
-            if self.virtual_clock:
-                ttft = live.virtual_tokens[0] - engine_request.arrival * self.time_scale
-            self._observer.first_token(live, ttft, queue_time)
+            self._observer.first_token(live, now - live.arrival, queue_time)
         else:
-            gap = now - (live.last_token or now)
-            if self.virtual_clock:
-                gap = live.virtual_tokens[-1] - live.virtual_tokens[-2]
-            self._observer.next_token(live, gap)
+            self._observer.next_token(live, now - (live.last_token or now))
         live.last_token = now
