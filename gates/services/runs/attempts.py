@@ -18,7 +18,7 @@ from django.db.models import Count
 
 from gates.decisions.statistics.budget import attempt_spent, looks_reached
 from gates.errors import ServiceError
-from gates.models import Decision, Gate, Run, Verdict
+from gates.models import Decision, Gate, Measurement, Run, Verdict
 from gates.selectors import engagement_noise_floor, gate_last_reset_at
 
 SPENDING = (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
@@ -33,8 +33,15 @@ class AttemptsSpentError(ServiceError):
 
 def gate_attempts_spent(gate: Gate) -> int:
     """Counted attempts of this gate (no rehearsals, none before the last reset) that spent
-    their share of the error budget."""
-    return sum(run_spent_attempt(run) for run in _counted_runs(gate))
+    their share of the error budget. A fixed number of queries however many runs it has (the
+    engagement and gate pages show it)."""
+    runs = list(_counted_runs(gate))
+    decided = _runs_with_spending_verdicts([run.pk for run in runs])
+    judged = [run for run in runs if run.pk not in decided and _may_spend_unjudged(run)]
+    complete = _complete_repetitions([run.pk for run in judged])
+    return len(decided & {run.pk for run in runs}) + sum(
+        _reached_first_look(run, complete.get(run.pk, 0)) for run in judged
+    )
 
 
 def run_spent_attempt(run: Run) -> bool:
@@ -42,22 +49,50 @@ def run_spent_attempt(run: Run) -> bool:
     G3, an ended run whose complete repetitions reached the spec's first look."""
     if run.rehearsal:
         return False
-    decided = run.decisions.filter(kind=Decision.Kind.ENGINE, rehearsal=False)
-    if decided.filter(verdict__in=SPENDING).exists():
+    if _runs_with_spending_verdicts([run.pk]):
         return True
-    if run.state not in Run.ENDED or run.spec.document.get("gate") != "G3":
+    if not _may_spend_unjudged(run):
         return False
+    return _reached_first_look(run, _complete_repetitions([run.pk]).get(run.pk, 0))
+
+
+def _may_spend_unjudged(run: Run) -> bool:
+    return run.state in Run.ENDED and run.spec.document.get("gate") == "G3"
+
+
+def _reached_first_look(run: Run, complete: int) -> bool:
     repetitions = run.spec.document["repetitions"]
-    reached = looks_reached(repetitions["min"], repetitions["max"], run_complete_repetitions(run))
-    return attempt_spent(reached)
+    return attempt_spent(looks_reached(repetitions["min"], repetitions["max"], complete))
 
 
-def run_complete_repetitions(run: Run) -> int:
-    """Repetitions in which every cell (arm x tier) of the run's spec was measured."""
-    document = run.spec.document
-    cells = len(document.get("arms") or {}) * len(document.get("tiers") or [])
-    per_repetition = run.measurements.values("repetition").annotate(cells=Count("id"))
-    return sum(1 for row in per_repetition if cells and row["cells"] >= cells)
+def _runs_with_spending_verdicts(run_ids: list[int]) -> set[int]:
+    if not run_ids:
+        return set()
+    decisions = Decision.objects.filter(
+        kind=Decision.Kind.ENGINE, rehearsal=False, verdict__in=SPENDING, runs__in=run_ids
+    )
+    return set(decisions.values_list("runs", flat=True)) & set(run_ids)
+
+
+def _complete_repetitions(run_ids: list[int]) -> dict[int, int]:
+    """Per run: repetitions in which every cell (arm x tier) of its spec was measured."""
+    if not run_ids:
+        return {}
+    cells = {
+        run.pk: len(run.spec.document.get("arms") or {}) * len(run.spec.document.get("tiers") or [])
+        for run in Run.objects.filter(pk__in=run_ids).select_related("spec")
+    }
+    rows = (
+        Measurement.objects.filter(run_id__in=run_ids)
+        .values("run_id", "repetition")
+        .annotate(measured=Count("id"))
+    )
+    complete: dict[int, int] = {}
+    for row in rows:
+        wanted = cells.get(row["run_id"], 0)
+        if wanted and row["measured"] >= wanted:
+            complete[row["run_id"]] = complete.get(row["run_id"], 0) + 1
+    return complete
 
 
 def _counted_runs(gate: Gate):
