@@ -7,12 +7,13 @@ the probe kept for a few seconds so a down broker slows one page in a while, not
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 from django import template
 
 from gates import healthz, services
 from gates.cache import cache_degraded
-from gates.pages.formatting import duration
+from gates.pages.formatting import duration, moment
 
 register = template.Library()
 BROKER_PROBE_KEEP_S = 15.0
@@ -69,11 +70,32 @@ def broker_error() -> str | None:
     return error if isinstance(error, str) else None
 
 
+def service_restarts() -> list[dict[str, str]]:
+    """Parts a supervisor (the demo's) started again after they died, within the last
+    TOLLGATE_RESTART_SHOWN_S: said once on every page, so a gap in a soak or a run that paused
+    has its reason in plain sight."""
+    try:
+        restarts = services.service_restarts()
+    except Exception:  # the database is down: the page itself would not render
+        return []
+    return [
+        {
+            "part": part,
+            "text": f"{NAMES.get(part, part)} stopped and was started again by its supervisor "
+            f"at {moment(datetime.fromisoformat(at))}: work it was doing resumed.",
+        }
+        for part, at in sorted(restarts.items())
+    ]
+
+
 @register.inclusion_tag("_service_banner.html", takes_context=True)
 def service_banner(context) -> dict:
     user = getattr(context.get("request"), "user", None)
     signed_in = bool(user and user.is_authenticated)
-    return {"problems": service_problems() if signed_in else []}
+    return {
+        "problems": service_problems() if signed_in else [],
+        "restarts": service_restarts() if signed_in else [],
+    }
 
 
 def broker_probe_forget() -> None:

@@ -88,3 +88,14 @@ def test_a_run_that_has_not_moved_for_longer_than_a_step_says_so(
     Run.objects.filter(pk=run.pk).update(heartbeat_at=quiet)
     page = client.get(url).content.decode()
     assert 'data-banner="stalled"' in page and "No sign of life for 6 min" in page
+
+
+@pytest.mark.django_db
+def test_a_part_its_supervisor_restarted_is_said_on_every_page(client, customer_viewer):
+    client.force_login(customer_viewer)
+    page = client.get(reverse("gates:engagement-list")).content.decode()
+    assert 'data-banner="service-restarted"' not in page
+    services.service_restart_record(name="worker", reason="exit code -9")
+    page = client.get(reverse("gates:engagement-list")).content.decode()
+    assert 'data-banner="service-restarted"' in page
+    assert "The worker stopped and was started again by its supervisor at" in page
