@@ -97,3 +97,16 @@ def test_a_missed_bar_is_a_reason_and_a_model_error_a_note():
     assert summary["reasons"] == ["replay baseline c=8 r1: arrival-time error p99 52.0 ms ..."]
     assert summary["notes"] == ["replay offload c=8 r1: hit rate outside the band"]
     assert replay_fidelity_summary([{"arm": "a", "metrics": {"completed": 3}}]) is None
+
+
+def test_a_missed_bar_makes_the_decision_invalid_and_a_model_error_stays_a_note():
+    from gates.services.runs.evaluation import _with_replay_fidelity
+
+    engine = {"verdict": "pass", "reasons": ["all 1 clause cells passed"], "notes": []}
+    missed = {"cells": [], "reasons": ["replay baseline c=8 r1: late"], "notes": ["model"]}
+    result = _with_replay_fidelity(engine, missed)
+    assert result["verdict"] == "invalid"
+    assert result["reasons"] == ["replay baseline c=8 r1: late", "all 1 clause cells passed"]
+    assert result["notes"] == ["model"] and result["replay_fidelity"] == missed
+    noted = _with_replay_fidelity(engine, {**missed, "reasons": []})
+    assert noted["verdict"] == "pass" and noted["notes"] == ["model"]
