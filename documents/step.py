@@ -20,6 +20,7 @@ StepKind = Literal[
     "warmup",
     "complete",
     "soak",
+    "replay",
     "upload",
 ]
 
@@ -43,4 +44,5 @@ class Step(TypedDict, total=False):
     repetition: int  # bench
     seed: int  # bench: the cell's own prompt seed
     workload: dict[str, Any]  # bench, warmup: a copy of the spec's workload
+    replays: list[dict[str, Any]]  # replay: {workload, tier} of each trace replay to upload
     spec: dict[str, Any]  # soak: the whole G4 spec the agent is configured from

@@ -250,6 +250,10 @@ PLACEHOLDERS: dict[str, Kind] = {
     "sim_model_preset": choice("sim-1b", "sim-480b-tp8"),
     "sim_host_config": absolute_path(),
     "sim_fault_file": absolute_path(),
+    # A trace replay (runners/program/replay.py): the file uploaded to the host, and where the
+    # client writes one record per request.
+    "replay_file": absolute_path(),
+    "records_file": absolute_path(),
 }
 
 

@@ -6,6 +6,7 @@ No Django; imported by runners.program.perform and runners.server.launch alike.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ class StepContext:
     accepted_inventory: dict[str, Any] | None = None
     # When the run started (epoch seconds): an XID logged since then falls in its window.
     window_start: float | None = None
+    # A trace's stored bytes by SHA-256, for the replay step (None: the spec names no trace).
+    trace_source: Callable[[str], bytes] | None = None
 
     @property
     def base_url(self) -> str:

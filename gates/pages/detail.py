@@ -164,6 +164,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and viewer.can("soak.control")
             and soak.state == "active",
             "figures": dashboards.run_panels(run),
+            "replay_fidelity": runs.run_replay_fidelity(run),
             "soak_page": soakview.soak_page(run, soak),
             "can_amend_inventory": run_can_amend_inventory(run, viewer),
         },

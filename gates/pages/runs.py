@@ -17,7 +17,9 @@ from gates.inputs import id_input
 from gates.logtail import LogWindow, log_tail
 from gates.models import Artifact, Run
 from gates.pages import formatting
+from gates.selectors import run_measurement_records
 from gates.tenancy import get_visible_or_404, viewer_for_request
+from runners.traces.fidelity import replay_fidelity_summary
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,12 @@ def run_steps(run: Run) -> list[StepRow]:
 def run_files(run: Run) -> list[Artifact]:
     """The run's raw files, without their content (which may be megabytes each)."""
     return list(run.artifacts.defer("content").order_by("name"))
+
+
+def run_replay_fidelity(run: Run) -> dict | None:
+    """Each replayed cell's fidelity (docs/workloads.md section 9); None for a run that sent
+    no trace replay."""
+    return replay_fidelity_summary(run_measurement_records(run))
 
 
 def run_log_window(run: Run) -> LogWindow:

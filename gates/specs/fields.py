@@ -213,6 +213,15 @@ DESCRIPTIONS: dict[str, str] = {
     "workload.trace.time_scale": "Multiplies the gaps between arrivals when replayed (0.5 "
     "replays twice as fast). Left out: 1. It leaves the hit-ratio curve unchanged and raises "
     "concurrency.",
+    "workload.trace.sample_fraction": "Share of the trace's sessions (or, without sessions, "
+    "prefix trees) replayed: a seeded coin per session keeps or drops all of its requests, "
+    "never single requests. Left out: 1 (the whole trace).",
+    "workload.trace.warmup_s": "Seconds from the replay's start whose requests are sent but "
+    "not measured: they fill the caches. Left out: 0.",
+    "workload.trace.max_arrival_error_p99_ms": "The replay's arrival-time bar: a cell whose "
+    "requests left later (or earlier) than the trace says by this much at p99 makes the run "
+    "invalid. Left out: 10 ms. Both parties sign it; loosen it only for a client host known to "
+    "be shared.",
 }
 
 _PERCENTILES = {f"p{p}": spec_statistics.percentile_requests_needed(float(p)) for p in (50, 90, 99)}

@@ -69,6 +69,9 @@ TRACE = _obj(
         "format": {"enum": list(TRACE_FORMATS)},
         "block_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000},
         "time_scale": _number(0.001, 1000),
+        "sample_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "warmup_s": _number(0, 1_000_000),
+        "max_arrival_error_p99_ms": _number(0.1, 60_000),
     },
     required=["sha256", "format"],
 )

@@ -27,6 +27,7 @@ from runners.adapters.host_facts import (
     parse_vllm_version,
 )
 from runners.adapters.kernel_log import parse_kernel_log
+from runners.adapters.replay_records import parse_replay_records
 from runners.adapters.vllm_bench import AGGREGATE_KEY, parse_vllm_bench
 from runners.adapters.vllm_metrics import parse_vllm_metrics
 from runners.adapters.vllm_metrics_delta import metrics_delta
@@ -54,6 +55,7 @@ ADAPTERS: dict[str, Adapter] = {
     "vllm-version": parse_vllm_version,
     "rocm-version": parse_rocm_version,
     "kernel-log": parse_kernel_log,
+    "replay-records": parse_replay_records,
 }
 # Keys only a `vllm bench serve` result carries (besides the mean_ttft_ms-style aggregates).
 VLLM_BENCH_KEYS = ("completed", "duration", "request_throughput", "num_prompts", "model_id")

@@ -21,6 +21,7 @@ from runners.cleanup import MARKER
 from runners.commands import fill, to_shell
 from runners.errors import BenchmarkError, SpecError
 from runners.hostcheck import contract_step, xid_check
+from runners.program import replay
 from runners.program.sequence import WARMUP_PROMPTS
 from runners.results import (
     Cell,
@@ -28,6 +29,7 @@ from runners.results import (
     bench_proof,
     metrics_scrape,
     probe_proof,
+    server_facts,
 )
 from runners.server import port as server_port
 from runners.server.launch import (
@@ -238,13 +240,15 @@ def _launch_bench(
     phases: dict[str, Any] | None = None,
 ) -> None:
     """The bench, alone or (cold_recovery with the profile's seed and flush phases, and not a
-    warm-up) as one `sh -c` of the three filled, quoted commands in order."""
-    dataset = workload["dataset"]
+    warm-up) as one `sh -c` of the three filled, quoted commands in order; a trace workload
+    runs the profile's `trace` command on the replay the replay step uploaded."""
+    trace = replay.is_trace(workload) and step["kind"] == "bench"
+    dataset = "trace" if trace else workload["dataset"]
     template = ctx.commands["bench"].get(dataset)
     if template is None:
         raise SpecError(
-            f"the profile has no bench command for dataset {dataset!r}",
-            field="workload.dataset",
+            f"the profile has no bench command for {dataset!r}",
+            field="workload.trace" if trace else "workload.dataset",
             step=step["name"],
         )
     values = {
@@ -255,6 +259,7 @@ def _launch_bench(
         "seed": seed,
         "result_dir": run_dir,
         "result_filename": "result.json",
+        **(replay.replay_values(ctx, step, run_dir) if trace else {}),
     }
     argv = fill(template, values)
     steps = ctx.commands.get("phases", {}).get(dataset)
@@ -286,6 +291,8 @@ def _bench_finished(ctx: StepContext, step: Step, run_dir: str, detail: dict[str
 def _collect_bench(
     ctx: StepContext, step: Step, run_dir: str, before: dict[str, Any]
 ) -> StepProgress:
+    if replay.is_trace(step["workload"]):
+        return _collect_replay(ctx, step, run_dir, before)
     local = ctx.scratch / f"{Path(run_dir).name}.json"
     ctx.transport.get(f"{run_dir}/result.json", str(local))
     raw = local.read_bytes()
@@ -301,6 +308,25 @@ def _collect_bench(
         measurement=proof.measurement,
         log=f"{step['name']}: {metrics.get('completed')} completed, "
         f"{metrics.get('failed')} failed\n",
+    )
+
+
+def _collect_replay(
+    ctx: StepContext, step: Step, run_dir: str, before: dict[str, Any]
+) -> StepProgress:
+    after, kept = _scrape(ctx, step, "after")
+    server = server_facts(before, after)
+    measurement, artifacts = replay.replay_cell(ctx, step, run_dir, server)
+    metrics = measurement["metrics"]
+    fidelity = metrics["replay"]["fidelity"]
+    verdict = "faithful" if fidelity["valid"] else "NOT faithful: " + "; ".join(fidelity["reasons"])
+    return StepProgress(
+        True,
+        {"completed": metrics["completed"], "failed": metrics["failed"], "server": server},
+        [*artifacts, kept],
+        measurement=measurement,
+        log=f"{step['name']}: {metrics['completed']} completed, {metrics['failed']} failed; "
+        f"replay {verdict}\n",
     )
 
 
@@ -369,4 +395,5 @@ EXECUTORS: dict[StepKind, Executor] = {
     "warmup": _warmup,
     "complete": _complete,
     "soak": _soak,
+    "replay": replay.replay_step,
 }

@@ -36,7 +36,25 @@ def has_program(kind: str) -> bool:
 
 def _plan_g3_start(spec: dict[str, Any], probe_names: list[str]) -> list[Step]:
     prepare: Step = {"name": "prepare host", "kind": "prepare"}
-    return [prepare, *plan_g3_repetitions(spec, first=1, count=spec["repetitions"]["min"])]
+    replays = [(spec["workload"], tier) for tier in spec["tiers"]]
+    return [
+        prepare,
+        *_replay_steps(replays),
+        *plan_g3_repetitions(spec, first=1, count=spec["repetitions"]["min"]),
+    ]
+
+
+def _replay_steps(cells: list[tuple[dict[str, Any], int]]) -> list[Step]:
+    """Build and upload each trace replay the run sends, once, before any server starts: every
+    arm and repetition of a tier then sends the same file (runners/program/replay.py)."""
+    replays: list[dict[str, Any]] = []
+    for workload, tier in cells:
+        entry = {"workload": dict(workload), "tier": tier}
+        if workload.get("trace") and entry not in replays:
+            replays.append(entry)
+    if not replays:
+        return []
+    return [{"name": "build and upload the trace replay", "kind": "replay", "replays": replays}]
 
 
 def plan_g1(probe_names: list[str]) -> list[Step]:
@@ -49,8 +67,11 @@ def plan_g1(probe_names: list[str]) -> list[Step]:
 def plan_g2(spec: dict[str, Any]) -> list[Step]:
     """Offload arm: equivalence answers and a reuse workload that must hit the offload tier;
     resident arm: reference answers; then A/A repetitions that measure the noise floor."""
-    hit = spec["offload_hit"]
-    steps: list[Step] = [{"name": "prepare host", "kind": "prepare"}]
+    hit, noise = spec["offload_hit"], spec["noise_floor"]
+    steps: list[Step] = [
+        {"name": "prepare host", "kind": "prepare"},
+        *_replay_steps([(hit["workload"], hit["tier"]), (noise["workload"], noise["tier"])]),
+    ]
     steps += _session(
         "offload",
         "offload",
@@ -106,7 +127,9 @@ def plan_g3_repetitions(spec: dict[str, Any], *, first: int, count: int) -> list
                 "arm_kind": spec["arms"][role],
                 "workload": spec["workload"],
             }
-            steps += _session(session, role, spec["arms"][role], [warmup, *benches])
+            # A trace replay warms up inside its own unmeasured window (workload.trace.warmup_s).
+            warm = [] if spec["workload"].get("trace") else [warmup]
+            steps += _session(session, role, spec["arms"][role], [*warm, *benches])
     return steps
 
 

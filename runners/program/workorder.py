@@ -4,6 +4,7 @@ fills from the run's rows. Imports no Django and nothing from gates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ class RunPlan:
     accepted_inventory: dict[str, Any] | None = None
     context_tokens: int | None = None
     window_start: float | None = None
+    # The spec's trace bytes by SHA-256, read only when the replay step builds the replay.
+    trace_source: Callable[[str], bytes] | None = None
 
     def __post_init__(self) -> None:
         checked_values(self.values)
@@ -80,6 +83,7 @@ class RunPlan:
             accepted_inventory=self.accepted_inventory,
             context_tokens=self.context_tokens,
             window_start=self.window_start,
+            trace_source=self.trace_source,
         )
 
 

@@ -45,6 +45,39 @@ class RequestRecord:
 
 
 @dataclass(frozen=True)
+class PlannedRequest:
+    """What the check needs of a planned request: the replay file without its token ids, small
+    enough to keep beside the run (a run's worker rebuilds nothing to check a replay)."""
+
+    index: int
+    send_at_s: float | None
+    prompt_tokens: int
+    output_tokens: int
+    measured: bool = True
+
+    @classmethod
+    def of(cls, request: ReplayRequest | PlannedRequest) -> PlannedRequest:
+        if isinstance(request, PlannedRequest):
+            return request
+        return cls(
+            request.index,
+            request.send_at_s,
+            len(request.prompt_token_ids),
+            request.output_tokens,
+            request.measured,
+        )
+
+    def to_row(self) -> list[Any]:
+        return [self.index, self.send_at_s, self.prompt_tokens, self.output_tokens, self.measured]
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> PlannedRequest:
+        index, send_at_s, prompt_tokens, output_tokens, measured = row
+        at = None if send_at_s is None else float(send_at_s)
+        return cls(int(index), at, int(prompt_tokens), int(output_tokens), bool(measured))
+
+
+@dataclass(frozen=True)
 class Fidelity:
     valid: bool
     reasons: tuple[str, ...]
@@ -55,6 +88,7 @@ class Fidelity:
     output_token_mismatches: int
     hit_rate: dict[str, Any] | None = None
     model_error: str | None = None
+    arrival_bar_ms: float = MAX_ARRIVAL_ERROR_P99_MS
     notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,13 +98,15 @@ class Fidelity:
 
 
 def check_fidelity(
-    planned: Sequence[ReplayRequest],
+    requests: Sequence[ReplayRequest | PlannedRequest],
     records: Sequence[RequestRecord],
     *,
     achieved_hit_rate: float | None = None,
     predicted_band: tuple[float, float] | None = None,
+    max_arrival_error_p99_ms: float = MAX_ARRIVAL_ERROR_P99_MS,
 ) -> Fidelity:
     """Each bar in turn; every one missed is a reason, so the reader fixes them all at once."""
+    planned = [PlannedRequest.of(request) for request in requests]
     by_index = {record.index: record for record in records}
     reasons: list[str] = []
     missing = [request.index for request in planned if request.index not in by_index]
@@ -78,10 +114,10 @@ def check_fidelity(
         reasons.append(f"{len(missing)} planned requests were never sent (first: #{missing[0]})")
     errors = _arrival_errors_ms(planned, by_index)
     arrival = _summary(errors)
-    if arrival and arrival["p99"] >= MAX_ARRIVAL_ERROR_P99_MS:
+    if arrival and arrival["p99"] >= max_arrival_error_p99_ms:
         reasons.append(
             f"arrival-time error p99 {arrival['p99']:.1f} ms is not under "
-            f"{MAX_ARRIVAL_ERROR_P99_MS:g} ms: the client fell behind the trace's schedule"
+            f"{max_arrival_error_p99_ms:g} ms: the client fell behind the trace's schedule"
         )
     prompts = _mismatches(planned, by_index, "prompt")
     outputs = _mismatches(planned, by_index, "output")
@@ -102,11 +138,12 @@ def check_fidelity(
         output_token_mismatches=len(outputs),
         hit_rate=hit,
         model_error=model_error,
+        arrival_bar_ms=max_arrival_error_p99_ms,
     )
 
 
 def _arrival_errors_ms(
-    planned: Sequence[ReplayRequest], by_index: Mapping[int, RequestRecord]
+    planned: Sequence[PlannedRequest], by_index: Mapping[int, RequestRecord]
 ) -> list[float]:
     """How late (or early) each request left against its scheduled time, in ms."""
     return [
@@ -128,7 +165,7 @@ def _summary(errors: Sequence[float]) -> dict[str, float] | None:
 
 
 def _mismatches(
-    planned: Sequence[ReplayRequest], by_index: Mapping[int, RequestRecord], kind: str
+    planned: Sequence[PlannedRequest], by_index: Mapping[int, RequestRecord], kind: str
 ) -> list[int]:
     """Indices of completed requests whose server-reported token count is not the trace's."""
     wrong = []
@@ -136,7 +173,7 @@ def _mismatches(
         record = by_index.get(request.index)
         if record is None or not record.ok:
             continue
-        expected = len(request.prompt_token_ids) if kind == "prompt" else request.output_tokens
+        expected = request.prompt_tokens if kind == "prompt" else request.output_tokens
         got = record.prompt_tokens if kind == "prompt" else record.output_tokens
         if got != expected:
             wrong.append(request.index)
@@ -159,3 +196,24 @@ def _hit_rate(
             f"{high:.1%}: a model error (eviction policy, block size, replicas), not a tier defect"
         )
     return {"achieved": achieved, "band": [low, high], "inside": inside}, error
+
+
+def replay_fidelity_summary(measurements: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Over a run's measurements: each replayed cell's fidelity, the reasons that make the run
+    invalid (a cell that missed a bar) and the notes (a hit rate outside its band, a model
+    error). None when no measurement was a replay."""
+    cells, reasons, notes = [], [], []
+    for item in measurements:
+        replay = (item.get("metrics") or {}).get("replay")
+        if not isinstance(replay, Mapping) or not isinstance(replay.get("fidelity"), Mapping):
+            continue
+        fidelity = replay["fidelity"]
+        label = f"{item.get('arm')} c={item.get('tier')} r{item.get('repetition')}"
+        cells.append({"cell": label, "digest": replay.get("digest"), **fidelity})
+        reasons += [f"replay {label}: {reason}" for reason in fidelity.get("reasons") or []]
+        if fidelity.get("model_error"):
+            notes.append(f"replay {label}: {fidelity['model_error']}")
+    if not cells:
+        return None
+    digests = {cell["digest"] for cell in cells}
+    return {"cells": cells, "reasons": reasons, "notes": notes, "digests": sorted(digests)}

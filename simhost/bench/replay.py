@@ -50,16 +50,23 @@ def prepare(request: Dict[str, Any], model: str) -> PreparedRequest:
 
 
 async def replay(
-    base_url: str, requests: List[Dict[str, Any]], timeout_s: float
+    base_url: str,
+    requests: List[Dict[str, Any]],
+    timeout_s: float,
+    max_concurrency: Optional[int] = None,
 ) -> List[Dict[str, Any]]:
+    """Each request at its time; with `max_concurrency`, one whose time comes while that many
+    are in flight waits for a slot, and its `sent_s` says when it really left (the fidelity
+    check then reports the replay late rather than the load silently reshaped)."""
     client = HttpClient(base_url, timeout_s)
+    slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     try:
         model = await first_model(client)
         endpoint = Endpoint(base_url, "/v1/completions", False, model, 0.0, True)
         prepared = [prepare(request, model) for request in requests]
         start = time.perf_counter() + LEAD_S
         pending = await asyncio.gather(
-            *(_at(client, endpoint, body, start, r) for r, body in zip(requests, prepared))  # noqa: B905 (3.9)
+            *(_at(client, endpoint, body, start, r, slots) for r, body in zip(requests, prepared))  # noqa: B905 (3.9)
         )
     finally:
         client.close()
@@ -72,12 +79,16 @@ async def _at(
     body: PreparedRequest,
     start: float,
     request: Dict[str, Any],
+    slots: Optional[asyncio.Semaphore] = None,
 ) -> PendingOutcome:
     send_at = request.get("send_at_s") or 0.0
     delay = start + send_at - time.perf_counter()
     if delay > 0:
         await asyncio.sleep(delay)
-    return await send_request(client, endpoint, body)
+    if slots is None:
+        return await send_request(client, endpoint, body)
+    async with slots:
+        return await send_request(client, endpoint, body)
 
 
 def _record(request: Dict[str, Any], pending: PendingOutcome, start: float) -> Dict[str, Any]:
@@ -104,11 +115,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--replay", required=True, help="the replay file (JSON lines)")
     parser.add_argument("--records", required=True, help="where to write one line per request")
     parser.add_argument("--request-timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--max-concurrency", type=int, default=None, help="requests in flight at most (a tier)"
+    )
     options = parser.parse_args(argv)
     with open(options.replay, encoding="utf-8") as stream:
         requests = read_replay(stream.readlines())
     try:
-        records = asyncio.run(replay(options.base_url, requests, options.request_timeout))
+        records = asyncio.run(
+            replay(options.base_url, requests, options.request_timeout, options.max_concurrency)
+        )
     except OSError as error:
         print("simhost replay: {}: {}".format(options.base_url, error), file=sys.stderr)
         return 1

@@ -13,6 +13,7 @@ from gates.planner.spec_check import spec_workload_exceeds_vram
 from gates.selectors import run_measurement_records, spec_operating_characteristic
 from gates.services.runs.attempts import g3_decision_context
 from gates.services.runs.lifecycle import GateNotRunnableError, decision_record
+from runners.traces.fidelity import replay_fidelity_summary
 
 
 @dataclass
@@ -32,8 +33,13 @@ def run_evaluate(run: Run) -> Evaluation:
     if gather is None:
         raise GateNotRunnableError(f"no evidence is gathered for {spec['gate']} runs", field="gate")
     result = decide_gate(spec, gather(run), run_decision_context(run))
+    fidelity = replay_fidelity_summary(run_measurement_records(run))
+    if fidelity is not None:
+        result = _with_replay_fidelity(result, fidelity)
     plan = result.get("plan", {})
-    if plan.get("action") == "run" and plan.get("more", 0) > 0:
+    # A replay that missed its bars decides the run now: more repetitions would not mend it.
+    missed = fidelity is not None and bool(fidelity["reasons"])
+    if not missed and plan.get("action") == "run" and plan.get("more", 0) > 0:
         seen = max(result["inputs"]["repetitions_seen"], default=0)
         return Evaluation(decided=False, more=plan["more"], first=seen + 1)
     if spec["gate"] == "G3":
@@ -44,6 +50,18 @@ def run_evaluate(run: Run) -> Evaluation:
         }
     decision = decision_record(run_id=run.pk, result=result)
     return Evaluation(decided=True, verdict=decision.verdict if decision else None)
+
+
+def _with_replay_fidelity(result: dict, fidelity: dict) -> dict:
+    """The replays' fidelity beside the engine's result: a cell that missed a bar (late
+    arrivals, other token counts, requests not sent) makes the run invalid with each reason
+    named, since it did not send the customer's trace; a hit rate outside its band is a note."""
+    result = {**result, "replay_fidelity": fidelity}
+    result["notes"] = [*result.get("notes", []), *fidelity["notes"]]
+    if fidelity["reasons"]:
+        result["verdict"] = "invalid"
+        result["reasons"] = [*fidelity["reasons"], *result.get("reasons", [])]
+    return result
 
 
 def run_decision_context(run: Run) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from gates.models import Host, Run
+from gates.models import Engagement, Host, Run, WorkloadTrace
 from gates.services.contract.inventory import accepted_inventory
 from gates.services.hosts.access import host_retry_window, host_target, run_values
 from runners.program.workorder import RunPlan
@@ -42,4 +42,20 @@ def run_execution(run: Run) -> RunPlan:
         if run.gate.kind == "G1"
         else accepted_inventory(run.gate.engagement),
         window_start=(run.started_at or run.created_at).timestamp(),
+        trace_source=_trace_source(run.gate.engagement),
     )
+
+
+def _trace_source(engagement: Engagement):
+    """The engagement's stored trace bytes by SHA-256, read when the replay step asks (not
+    each time a task builds the work order): a spec can only name an upload of its own
+    engagement (refused at save otherwise), so the digest is looked up there alone."""
+
+    def content(sha256: str) -> bytes:
+        found = WorkloadTrace.objects.filter(engagement=engagement, sha256=sha256)
+        data = found.values_list("content", flat=True).first()
+        if data is None:
+            raise LookupError(f"the engagement has no trace {sha256}")
+        return bytes(data)
+
+    return content

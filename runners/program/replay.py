@@ -1,0 +1,182 @@
+"""A customer's trace replayed as a gate program's bench (docs/workloads.md section 10).
+
+The `replay` step builds each replay a run sends once (runners.traces.replay, pure, from the
+stored trace bytes the work order reads), writes it and its plan (the requests without their
+token ids) to the host, and keeps the plan. Each bench cell then runs the profile's `trace`
+command on that file at the cell's tier, and its per-request records become the cell's
+measurement (the replay-records adapter) with the replay's fidelity (runners.traces.fidelity).
+
+One replay per (trace, tier): every arm and repetition of a tier sends the same bytes, while
+two tiers served by one server session send different prompts, so the second tier does not
+start on the caches the first one left (as the synthetic workloads' per-cell seeds do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from documents.step import Step
+from runners.adapters.replay_records import parse_replay_records, summarize
+from runners.artifact import Artifact
+from runners.errors import SpecError
+from runners.results import Cell
+from runners.stepcontext import StepContext, StepProgress
+from runners.traces.fidelity import (
+    MAX_ARRIVAL_ERROR_P99_MS,
+    PlannedRequest,
+    RequestRecord,
+    check_fidelity,
+)
+from runners.traces.readers.formats import FORMATS, read_trace_bytes, trace_block_tokens
+from runners.traces.replay import ReplaySettings, replay_requests
+
+# Seconds the caches fill before requests count, when the spec's trace names none.
+DEFAULT_WARMUP_S = 0.0
+
+
+def is_trace(workload: dict[str, Any] | None) -> bool:
+    return bool(workload and workload.get("trace"))
+
+
+def replay_name(workload: dict[str, Any], tier: int) -> str:
+    """The replay's file stem: the trace's digest, its settings' seed and the tier; plain
+    letters and digits, so the host path needs no quoting beyond the template's own."""
+    return f"replay-{workload['trace']['sha256'][:16]}-s{replay_seed(workload, tier)}-c{tier}"
+
+
+def replay_seed(workload: dict[str, Any], tier: int) -> int:
+    return int(workload["seed"]) + tier
+
+
+def replay_settings(workload: dict[str, Any], tier: int) -> ReplaySettings:
+    trace = workload["trace"]
+    return ReplaySettings(
+        seed=replay_seed(workload, tier),
+        block_tokens=trace_block_tokens(trace["format"], trace.get("block_tokens")),
+        chained_ids=FORMATS[trace["format"]].chained_ids,
+        time_scale=float(trace.get("time_scale", 1.0)),
+        sample_fraction=float(trace.get("sample_fraction", 1.0)),
+        warmup_s=float(trace.get("warmup_s", DEFAULT_WARMUP_S)),
+    )
+
+
+def replay_step(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
+    """Build, write and upload every replay the plan names (a replay step lists them)."""
+    if ctx.trace_source is None:
+        raise SpecError("the work order carries no trace", field="workload.trace")
+    built: dict[str, Any] = {}
+    artifacts, log = [], ""
+    for entry in step.get("replays", []):
+        workload, tier = entry["workload"], int(entry["tier"])
+        name = replay_name(workload, tier)
+        summary, plan = _build(ctx, workload, tier, name)
+        built[name] = summary
+        artifacts.append(Artifact(f"replay/{name}.plan.json", "replay-plan", plan))
+        log += (
+            f"{name}: {summary['requests']} requests ({summary['measured']} measured), "
+            f"{summary['prompt_tokens']} prompt tokens, digest {summary['digest'][:16]}\n"
+        )
+    return StepProgress(True, {"replays": built}, artifacts, log=log)
+
+
+def _build(
+    ctx: StepContext, workload: dict[str, Any], tier: int, name: str
+) -> tuple[dict[str, Any], bytes]:
+    trace = workload["trace"]
+    assert ctx.trace_source is not None
+    try:
+        content = ctx.trace_source(trace["sha256"])
+    except LookupError as error:
+        raise SpecError(str(error), field="workload.trace.sha256") from None
+    records = read_trace_bytes(content, trace["format"], trace.get("block_tokens"))
+    digest, planned = hashlib.sha256(), []
+    local = ctx.scratch / f"{name}.jsonl"
+    with local.open("wb") as out:
+        for request in replay_requests(records, replay_settings(workload, tier)):
+            line = request.to_json()
+            digest.update(line)
+            out.write(line)
+            planned.append(PlannedRequest.of(request).to_row())
+    plan = json.dumps({"digest": digest.hexdigest(), "requests": planned}).encode()
+    (ctx.scratch / f"{name}.plan.json").write_bytes(plan)
+    ctx.transport.put(str(local), replay_path(ctx, name))
+    ctx.transport.put(str(ctx.scratch / f"{name}.plan.json"), plan_path(ctx, name))
+    summary = {
+        "digest": digest.hexdigest(),
+        "requests": len(planned),
+        "measured": sum(1 for row in planned if row[4]),
+        "prompt_tokens": sum(row[2] for row in planned),
+    }
+    return summary, plan
+
+
+def replay_path(ctx: StepContext, name: str) -> str:
+    return f"{ctx.run_dir}/{name}.jsonl"
+
+
+def plan_path(ctx: StepContext, name: str) -> str:
+    return f"{ctx.run_dir}/{name}.plan.json"
+
+
+def replay_values(ctx: StepContext, step: Step, run_dir: str) -> dict[str, Any]:
+    """The trace template's own values: the replay file and where the records go."""
+    name = replay_name(step["workload"], step["tier"])
+    return {"replay_file": replay_path(ctx, name), "records_file": f"{run_dir}/records.jsonl"}
+
+
+def replay_cell(
+    ctx: StepContext,
+    step: Step,
+    run_dir: str,
+    server: dict[str, Any] | None,
+) -> tuple[dict[str, Any], list[Artifact]]:
+    """The cell's measurement from its records: the clauses' metrics and the fidelity."""
+    cell = Cell(step["arm"], step["tier"], step["repetition"])
+    local = ctx.scratch / f"{cell.label}-records.jsonl"
+    ctx.transport.get(f"{run_dir}/records.jsonl", str(local))
+    raw = local.read_bytes()
+    plan_file = ctx.scratch / f"{cell.label}-plan.json"
+    ctx.transport.get(plan_path(ctx, replay_name(step["workload"], step["tier"])), str(plan_file))
+    plan = plan_file.read_bytes()
+    source = f"{step['name']} records.jsonl"
+    parse_replay_records(raw, source=source)  # refuses a broken file, naming its line
+    rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    metrics = summarize([_row(row) for row in rows], max_concurrency=step["tier"])
+    document = json.loads(plan)
+    planned = [PlannedRequest.from_row(row) for row in document["requests"]]
+    hit = (server or {}).get("prefix_cache_hit_rate")
+    fidelity = check_fidelity(
+        planned,
+        [RequestRecord.from_dict(row) for row in rows],
+        achieved_hit_rate=hit if isinstance(hit, int | float) else None,
+        max_arrival_error_p99_ms=float(
+            step["workload"]["trace"].get("max_arrival_error_p99_ms", MAX_ARRIVAL_ERROR_P99_MS)
+        ),
+    )
+    metrics["replay"] = {"digest": document["digest"], "fidelity": fidelity.to_dict()}
+    artifact = Artifact(f"{cell.label}/records.jsonl", "replay-records", raw)
+    measurement = {
+        "arm": cell.arm,
+        "tier": cell.tier,
+        "repetition": cell.repetition,
+        "metrics": metrics,
+        "server": server,
+        "artifact": artifact.name,
+    }
+    return measurement, [artifact]
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "index": row["index"],
+        "sent_s": float(row["sent_s"]),
+        "ok": row.get("ok") is True,
+        "measured": row.get("measured", True) is not False,
+        "prompt_tokens": row.get("prompt_tokens"),
+        "output_tokens": row.get("output_tokens"),
+        "ttft_ms": row.get("ttft_ms"),
+        "e2el_ms": row.get("e2el_ms"),
+        "itl_ms": row.get("itl_ms") or [],
+    }
