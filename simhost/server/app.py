@@ -24,7 +24,6 @@ from simhost.host.statefile import ServerState, remove_state, write_state
 from simhost.kernelstamps import StampedConnection, listen
 from simhost.server.args import ServeSettings
 from simhost.server.faults import CRASH_EXIT_STATUS, FaultDice
-from simhost.server.lockstep import LOCKSTEP_HEADER, parse_promise
 from simhost.server.metrics import ServerMetrics
 from simhost.server.modelroutes import add_model_routes
 from simhost.server.protocol import (
@@ -102,7 +101,6 @@ class SimServer:
         self.loop = EngineLoop(
             self.engine, settings.time_scale, self.drift_factor, _MetricsObserver(self.metrics)
         )
-        self.loop.virtual_clock, self.loop.speed = settings.virtual_clock, settings.speed
         self._busy_mark = (time.monotonic(), 0.0)
         self.utilization = 0.0
         self.connections: Dict[int, StampedConnection] = {}  # by fd, filled by the listeners
@@ -224,7 +222,8 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
 
 
 async def _respond(server: SimServer, request: web.Request) -> web.StreamResponse:
-    """/v1/responses: the chat generation, answered as a response object (responses.py)."""
+    """/v1/responses: the chat generation, answered as a response object
+    (simhost/server/responses.py)."""
     body = parse_json_body(await request.read())
     names = server.settings.served_model_names
     generation = parse_responses(body, names, server.settings.engine.preset.max_model_len)
@@ -242,7 +241,6 @@ async def _answer(
     server.received += 1  # the middleware already applied the faults due before this request
     arrival = request[ARRIVAL_KEY]
     token_lists = [await _token_ids(prompt) for prompt in generation.prompts]
-    server.loop.expect(parse_promise(request.headers.get(LOCKSTEP_HEADER)))  # before submit
     lives = [
         _start(server, prompt, ids, generation, arrival, choice)
         for prompt, ids in zip(generation.prompts, token_lists)  # noqa: B905 (Python 3.9)
@@ -267,7 +265,8 @@ async def _answer(
 
 
 async def _token_ids(prompt: Union[str, List[int]]) -> List[int]:
-    """A text prompt's ids, off the event loop (the tokenizer releases the GIL); ids as they are."""
+    """A text prompt's ids, off the event loop (the Rust tokenizer releases the GIL), so other
+    streams keep flowing while a long prompt is tokenized; token ids come as they are."""
     if not isinstance(prompt, str):
         return prompt
     return await asyncio.get_running_loop().run_in_executor(None, cached_tokenize, prompt)

@@ -86,11 +86,7 @@ def test_demo_once_sets_up_the_world_and_reports_every_step(tmp_path):
         assert re.search(rf"^  {name} +password \S{{12}}$", result.stdout, re.MULTILINE), name
     steps = summary_steps(result.stdout)
     evidence = {name: steps.pop(name) for name in list(steps) if name.endswith(" evidence")}
-    walked = [*list(PROMISED_VERDICTS)[:4], f"{HELPS} outcome"]
-    walked += [*list(PROMISED_VERDICTS)[4:], f"{SHORT_CHAT} outcome"]
-    assert list(steps) == [*CHECKS, *walked, f"{SHORT_CHAT} alerts"], steps
-    # each engagement showed the outcome it was built to show (else --once exits non-zero)
-    assert steps[f"{HELPS} outcome"] == ("ok", "G3 pass, built to show pass"), steps
+    assert list(steps) == [*CHECKS, *PROMISED_VERDICTS, f"{SHORT_CHAT} alerts"], steps
     # Every decided gate's signed bundle was built and verified offline.
     assert set(evidence) == {f"{name} evidence" for name in PROMISED_VERDICTS}, evidence
     assert all(mark == "ok" and "verified" in detail for mark, detail in evidence.values())

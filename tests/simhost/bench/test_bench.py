@@ -157,7 +157,7 @@ def test_the_served_name_is_asked_for_while_model_names_the_tokenizer_path(serve
 
 @pytest.mark.skipif(sys.platform != "linux", reason="perf_counter is CLOCK_MONOTONIC on Linux")
 def test_each_request_keeps_its_stamps_in_order_on_both_hosts_clocks(serve):
-    server = serve("--time-scale", "0.02", "--clock", "wall")  # the client's own stamps
+    server = serve("--time-scale", "0.02")
     flags = ["--num-prompts", "6", "--random-input-len", "16", "--random-output-len", "4"]
     args = build_parser().parse_args(["bench", "--base-url", server.url, *flags])
     measurement = asyncio.run(measure(bench_settings(args)))
