@@ -248,8 +248,7 @@ TOLLGATE_WEBHOOK_CA_FILE = env("TOLLGATE_WEBHOOK_CA_FILE", "")
 # The dead-man switch: a heartbeat older than this is stale (healthcheck exits non-zero).
 TOLLGATE_WORKER_STALE_S = envint("TOLLGATE_WORKER_STALE_S", 180)
 TOLLGATE_BEAT_STALE_S = envint("TOLLGATE_BEAT_STALE_S", 120)
-# How long /healthz (and the pages' banner) say a supervisor restarted a dead worker or beat.
-TOLLGATE_RESTART_SHOWN_S = envint("TOLLGATE_RESTART_SHOWN_S", 3600)
+TOLLGATE_RESTART_SHOWN_S = envint("TOLLGATE_RESTART_SHOWN_S", 3600)  # /healthz + banner: restarts
 TOLLGATE_BEAT_HEARTBEAT_S = envint("TOLLGATE_BEAT_HEARTBEAT_S", 10)
 
 # --- Secrets at rest -------------------------------------------------------------------------

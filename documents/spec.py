@@ -29,6 +29,9 @@ class TraceRef(TypedDict):
     format: TraceFormatName
     block_tokens: NotRequired[int | None]
     time_scale: NotRequired[float]
+    sample_fraction: NotRequired[float]
+    warmup_s: NotRequired[float]
+    max_arrival_error_p99_ms: NotRequired[float]
 
 
 class Workload(TypedDict):

@@ -53,23 +53,38 @@ def service_restart_record(*, name: str, reason: str = "") -> None:
     heartbeat_record(name=RESTART_PREFIX + name)
 
 
-def service_restarts() -> dict[str, str]:
+def service_restarts(seen: dict | None = None) -> dict[str, str]:
     """The services restarted within TOLLGATE_RESTART_SHOWN_S, with the last restart's time:
-    what /healthz reports under "restarts" and a page's banner can show."""
+    what /healthz reports under "restarts" and a page's banner can show. `seen`: the heartbeat
+    rows as name -> time when the caller read them already (one query a page)."""
     since = timezone.now() - timedelta(seconds=settings.TOLLGATE_RESTART_SHOWN_S)
-    rows = ServiceHeartbeat.objects.filter(name__startswith=RESTART_PREFIX, at__gte=since)
-    return {row.name.removeprefix(RESTART_PREFIX): row.at.isoformat() for row in rows}
+    rows = _heartbeat_rows() if seen is None else seen
+    return {
+        name.removeprefix(RESTART_PREFIX): at.isoformat()
+        for name, at in rows.items()
+        if name.startswith(RESTART_PREFIX) and at >= since
+    }
 
 
-def heartbeat_checks() -> list[HeartbeatCheck]:
+def heartbeat_checks(seen: dict | None = None) -> list[HeartbeatCheck]:
     now = timezone.now()
-    seen = dict(ServiceHeartbeat.objects.values_list("name", "at"))
+    seen = _heartbeat_rows() if seen is None else seen
     checks = []
     for name, limit in heartbeat_limits().items():
         at = seen.get(name)
         age = round((now - at).total_seconds(), 1) if at else None
         checks.append(HeartbeatCheck(name, age, limit, at.isoformat() if at else None))
     return checks
+
+
+def heartbeat_state() -> tuple[list[HeartbeatCheck], dict[str, str]]:
+    """The checks and the recent restarts from one read of the heartbeat rows."""
+    seen = _heartbeat_rows()
+    return heartbeat_checks(seen), service_restarts(seen)
+
+
+def _heartbeat_rows() -> dict:
+    return dict(ServiceHeartbeat.objects.values_list("name", "at"))
 
 
 def heartbeat_report() -> dict:

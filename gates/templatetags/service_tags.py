@@ -34,13 +34,14 @@ NAMES = {
 }
 
 
-def service_problems() -> list[dict[str, str]]:
+def service_problems(checks: list | None = None) -> list[dict[str, str]]:
     """One entry per part that is down: its name, since when, and what that breaks."""
     problems = []
-    try:
-        checks = services.heartbeat_checks()
-    except Exception:  # the database is down: the page itself would not render
-        checks = []
+    if checks is None:
+        try:
+            checks = services.heartbeat_checks()
+        except Exception:  # the database is down: the page itself would not render
+            checks = []
     for check in checks:
         if not check.ok:
             since = (
@@ -70,14 +71,10 @@ def broker_error() -> str | None:
     return error if isinstance(error, str) else None
 
 
-def service_restarts() -> list[dict[str, str]]:
+def service_restarts(restarts: dict[str, str]) -> list[dict[str, str]]:
     """Parts a supervisor (the demo's) started again after they died, within the last
     TOLLGATE_RESTART_SHOWN_S: said once on every page, so a gap in a soak or a run that paused
     has its reason in plain sight."""
-    try:
-        restarts = services.service_restarts()
-    except Exception:  # the database is down: the page itself would not render
-        return []
     return [
         {
             "part": part,
@@ -92,10 +89,13 @@ def service_restarts() -> list[dict[str, str]]:
 def service_banner(context) -> dict:
     user = getattr(context.get("request"), "user", None)
     signed_in = bool(user and user.is_authenticated)
-    return {
-        "problems": service_problems() if signed_in else [],
-        "restarts": service_restarts() if signed_in else [],
-    }
+    if not signed_in:
+        return {"problems": [], "restarts": []}
+    try:
+        checks, restarts = services.heartbeat_state()  # one query for both
+    except Exception:  # the database is down: the page itself would not render
+        checks, restarts = [], {}
+    return {"problems": service_problems(checks), "restarts": service_restarts(restarts)}
 
 
 def broker_probe_forget() -> None:

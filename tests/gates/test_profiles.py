@@ -39,6 +39,8 @@ VALUES = {
     "lmcache_http_port": 8080,
     "flush_prompts": 40,
     "flush_seed": 99,
+    "replay_file": "/tmp/tollgate/r/replay-c16.jsonl",
+    "records_file": "/tmp/tollgate/r/b/records.jsonl",
 }
 PROFILES = {document["name"]: document for document in builtin_profile_documents()}
 
