@@ -125,10 +125,12 @@ class RunSerializer(serializers.ModelSerializer):
 
 class RunListSerializer(RunSerializer):
     """A run in a gate's list: no log (each run's would make a list of fifty runs weigh
-    megabytes); read one run for its `log_tail`."""
+    megabytes) and no `spent_attempt` (its queries per run); read one run for them."""
 
     class Meta(RunSerializer.Meta):
-        fields = [name for name in RunSerializer.Meta.fields if name != "log_tail"]
+        fields = [
+            name for name in RunSerializer.Meta.fields if name not in ("log_tail", "spent_attempt")
+        ]
 
 
 # The input serializer's rule "a host, or upload: true" as the schema states it.

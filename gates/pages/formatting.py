@@ -17,15 +17,6 @@ def number(value: object) -> str:
     return figures.number(value)
 
 
-def share(fraction: object) -> str:
-    """A probability or share (0.86) as a percent: "86 %", one decimal under 10 % ("2.5 %")."""
-    value = figures.finite(fraction)
-    if value is None:
-        return DASH
-    percent = 100 * value
-    return f"{percent:.0f} %" if abs(percent) >= 10 else f"{percent:.1f} %"
-
-
 def shown(value: object) -> str:
     """Any decided value: numbers as `number` writes them, lists joined, None a dash."""
     if isinstance(value, (list, tuple)):

@@ -12,7 +12,7 @@ register = template.Library()
 CHECK_RULES = overview.CHECK_RULES
 register.filter("number", formatting.number)
 register.filter("shown", formatting.shown)
-register.filter("share", formatting.share)
+register.filter("share", figures.share)
 register.filter("duration", formatting.duration)
 register.filter("moment", formatting.moment)
 register.filter("said_once", formatting.said_once)

@@ -38,7 +38,7 @@ def gate_attempts_spent(gate: Gate) -> int:
     runs = list(_counted_runs(gate))
     decided = _runs_with_spending_verdicts([run.pk for run in runs])
     judged = [run for run in runs if run.pk not in decided and _may_spend_unjudged(run)]
-    complete = _complete_repetitions([run.pk for run in judged])
+    complete = _complete_repetitions(judged)
     return len(decided & {run.pk for run in runs}) + sum(
         _reached_first_look(run, complete.get(run.pk, 0)) for run in judged
     )
@@ -53,7 +53,7 @@ def run_spent_attempt(run: Run) -> bool:
         return True
     if not _may_spend_unjudged(run):
         return False
-    return _reached_first_look(run, _complete_repetitions([run.pk]).get(run.pk, 0))
+    return _reached_first_look(run, _complete_repetitions([run]).get(run.pk, 0))
 
 
 def _may_spend_unjudged(run: Run) -> bool:
@@ -74,23 +74,22 @@ def _runs_with_spending_verdicts(run_ids: list[int]) -> set[int]:
     return set(decisions.values_list("runs", flat=True)) & set(run_ids)
 
 
-def _complete_repetitions(run_ids: list[int]) -> dict[int, int]:
+def _complete_repetitions(runs: list[Run]) -> dict[int, int]:
     """Per run: repetitions in which every cell (arm x tier) of its spec was measured."""
-    if not run_ids:
+    if not runs:
         return {}
     cells = {
         run.pk: len(run.spec.document.get("arms") or {}) * len(run.spec.document.get("tiers") or [])
-        for run in Run.objects.filter(pk__in=run_ids).select_related("spec")
+        for run in runs
     }
     rows = (
-        Measurement.objects.filter(run_id__in=run_ids)
+        Measurement.objects.filter(run_id__in=list(cells))
         .values("run_id", "repetition")
         .annotate(measured=Count("id"))
     )
     complete: dict[int, int] = {}
     for row in rows:
-        wanted = cells.get(row["run_id"], 0)
-        if wanted and row["measured"] >= wanted:
+        if cells[row["run_id"]] and row["measured"] >= cells[row["run_id"]]:
             complete[row["run_id"]] = complete.get(row["run_id"], 0) + 1
     return complete
 
