@@ -6,7 +6,7 @@ PYTEST_WORKERS ?= 2
 # Where `make demo` serves: `make demo DEMO_ADDRESS=0.0.0.0:8080` (host:port).
 DEMO_ADDRESS ?= 127.0.0.1:8000
 
-.PHONY: demo test test-fast test-vllm lint format bench services system-packages clean
+.PHONY: screenshots demo test test-fast test-vllm test-engines lint format bench bench-smoke services system-packages clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 
 demo: $(VENV)/.installed-base .env
 	$(PY) manage.py demo --address $(DEMO_ADDRESS)
+
+# Every page as the vendor engineer sees it, at 1366 and 390 px (docs/dashboards.md "Every page").
+screenshots: $(VENV)/.installed-test .env system-packages services
+	rm -rf docs/screenshots/pages
+	TOLLGATE_SCREENSHOTS_DIR=$(abspath docs/screenshots/pages) $(PY) -m pytest -p no:xdist -q \
+		tests/browser/test_accessibility.py -k "test_no_page_has_an_axe_violation and engineer"
 
 system-packages:
 	bin/ensure-system-packages
@@ -58,6 +64,16 @@ $(VLLM_VENV)/.installed-vllm: pyproject.toml bin/vllm-venv
 test-vllm: $(VENV)/.installed-test .env system-packages services $(VLLM_VENV)/.installed-vllm
 	TOLLGATE_VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -p no:xdist -q tests/realvllm
 
+# The other engines' profiles against their real tools (sglang 0.5, its own virtualenv): see
+# docs/hosts.md "Engines". No GPU: parsers and bench clients, not servers.
+ENGINES_VENV := var/engines-venv
+
+$(ENGINES_VENV)/.installed-engines: pyproject.toml bin/engines-venv bin/engines-requirements.txt bin/aiperf-constraints.txt
+	$(PYTHON) bin/engines-venv $(ENGINES_VENV)
+
+test-engines: $(VENV)/.installed-test .env system-packages services $(ENGINES_VENV)/.installed-engines
+	TOLLGATE_ENGINES_VENV=$(abspath $(ENGINES_VENV)) $(PY) -m pytest -p no:xdist -q tests/realengines
+
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -67,8 +83,33 @@ format: $(VENV)/.installed-test
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# Every bench (a script with a __main__; the others are their helpers), full sizes.
+BENCHES := $(shell grep -l "__main__" bench/*.py)
+
 bench: $(VENV)/.installed-test services
-	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	@for script in $(BENCHES); do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# CI: every bench at small sizes, so a change that breaks one fails the build (docs/ci.md).
+# A bench without a line here runs at its full size: give a new one its small size.
+SMOKE_alert_latency := --alerts 3 --burst 3
+SMOKE_api_speed := --workers 1 --clients 2 --seconds 0.5 --rounds 1
+SMOKE_decision_error_rates := --gates 200
+SMOKE_g3_harness_overhead := --tiers 8 --time-scale 0.01
+SMOKE_g4_soak := --windows 400 --soaks 3 --ticks 6
+SMOKE_page_speed := --repeat 1
+SMOKE_simhost_client_overhead := --concurrency 4 --prompts 16 --time-scale 0.05
+SMOKE_simhost_busy := --runs 1 --burners 0
+SMOKE_simhost_calibration := --only prefill
+SMOKE_simhost_serve := --streams 8 --rounds 1 --output-len 8 --time-scale 0.05
+SMOKE_soak_page := --windows 400 --repeats 1
+SMOKE_soak_retention := --windows 200 --every 60
+SMOKE_ssh_overhead := --rounds 5
+SMOKE_trace_characterize := --accesses 20000 --capacities 4
+
+bench-smoke: $(VENV)/.installed-test services
+	@mkdir -p var; set -e; export TOLLGATE_BENCH_SMOKE=1; $(foreach script,$(BENCHES),echo "== $(script) $(SMOKE_$(basename $(notdir $(script))))"; \
+		$(PY) $(script) $(SMOKE_$(basename $(notdir $(script)))) > var/bench-smoke.log 2>&1 \
+		|| { tail -40 var/bench-smoke.log; exit 1; };)
 
 clean:
 	rm -rf var/test var/broker .pytest_cache

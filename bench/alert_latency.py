@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.targets import timing_target_status  # noqa: E402 (after the path)
+
 
 class Arrivals:
     """aiosmtpd handler: when each Message-ID was accepted."""
@@ -83,12 +85,15 @@ def fail_one(actor, viewer, customer, make_host, index: int) -> tuple[str, float
     from gates import services
     from gates.alerts.mail import message_id
     from gates.models import Alert
+    from tests.contract import sign_as_both
 
     engagement = services.engagement_create(
         actor=actor, organization=customer, title=f"bench {index}", model_name="m"
     )
     host = make_host(customer, name=f"gpu-{index}")
     gate = engagement.gates.get(kind="G1")
+    # In force, or the failing decision is a rehearsal's and raises no alert.
+    sign_as_both(gate)
     run = services.run_create(actor=actor, viewer=viewer, gate=gate, host=host)
     services.run_claim(run_id=run.pk)
     clause = {"check": "gpu_count", "verdict": "fail", "cause": "4 observed, 8 expected"}
@@ -161,7 +166,7 @@ def measure(args, arrivals: Arrivals, worker) -> int:
     print(summary(f"burst of {args.burst}", burst))
     p95 = sorted(spaced)[round(0.95 * len(spaced)) - 1]
     print(f"target p95 < 2 s (one at a time): {'met' if p95 < 2 else 'MISSED'}")
-    return 0 if p95 < 2 else 1
+    return timing_target_status(p95 < 2, "alert p95 under 2 s, one at a time")
 
 
 if __name__ == "__main__":

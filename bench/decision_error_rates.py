@@ -17,10 +17,18 @@ true effects. Three tables:
    own sd: tiers at the bar with alike, unequal or shared noise, and tiers clear of it;
 5. the shipped template at its stated noise (issue 26): power at the claims, the at-bar rates per
    attempt and over the engagement under cancel and reset policies (its OC, with Wilson 95 %
-   half-widths), a copied repetition, and the boundaries' realised level on fresh null paths.
+   half-widths), a copied repetition, and the boundaries' realised level on fresh null paths;
+6. a step inside one repetition: the template's plan and noise, the cell "ttft_p50 reduction
+   >= 25 % at tier 4" at its bar, one first-look repetition with its baseline bench a fifth slower
+   from mid-bench: false pass without and with the step check (`statistics.outliers.step_level`),
+   and the check's flags on the same benches undisturbed;
+7. a goodput floor ("offload keeps at least X % of its requests within the SLO", one tier): each
+   repetition's share a binomial draw over the bench's requests around a true share that moves
+   between repetitions by the given sd, true share at, above and below the bar: the engine (the
+   sd floored at the binomial sd at the bar) beside the same walk without that floor.
 
 Tables 1-4 use the short plan (looks 4, 6, 8) so they compare with the field's rules as before;
-table 5 uses the template as shipped.
+tables 5 and 6 use the template as shipped.
 
     .venv/bin/python bench/decision_error_rates.py [--gates 20000] [--seed 2026]
 
@@ -31,9 +39,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+# Run as a script: the repository root, for `bench.` and the apps.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.decision_rules import bencher_pass, fixed_percentage_pass, perfherder_pass
 from gates.decisions import decide_g3
@@ -46,7 +59,10 @@ from gates.decisions.statistics.inference import (
     clause_margins,
     decide_cells,
 )
-from gates.decisions.statistics.operating import operating_characteristic
+from gates.decisions.statistics.operating import gate_plan, operating_characteristic
+from gates.decisions.statistics.shares import binomial_sd_floor, share_margins
+from gates.decisions.statistics.spread import sd_from_cv
+from gates.decisions.statistics.steps import stepped_gates
 from gates.specs.validation import default_spec
 
 TEMPLATE = default_spec("G3")
@@ -361,6 +377,87 @@ def _level_rows() -> list[str]:
     return lines
 
 
+# (label, load on the prefill server, prefill log sd): where the check finds a fifth, and where
+# the queue's own noise hides it (docs/decisions.md "The step check").
+STEP_REGIMES = (
+    ("saturated queue, prefill CV 5 %", 4.0, 0.05),
+    ("load 3, prefill CV 15 %", 3.0, 0.15),
+)
+
+
+def step_table(rng, gates: int) -> list[str]:
+    parsed = parse_g3_spec(TEMPLATE)
+    rules = TEMPLATE["statistics"]
+    level = rules["outliers"]["step_level"]
+    benches = len(parsed.arms) * len(parsed.tiers)
+    lines = [
+        "| +20 % baseline step from mid-bench, tier 4, 64 requests, template plan | "
+        "false pass, no step check | false pass, step check | stepped benches flagged | "
+        "undisturbed benches flagged | declared |",
+        "|---|---|---|---|---|---|",
+    ]
+    the_plan = gate_plan(parsed)
+    for label, load, prefill_sd in STEP_REGIMES:
+        found = stepped_gates(
+            rng,
+            gates,
+            the_plan,
+            sd_from_cv(rules["noise_cv_pct"]),
+            sd_floor=parsed.statistics.sd_floor,
+            level=level,
+            benches_per_repetition=benches,
+            requests=TEMPLATE["workload"]["num_prompts"],
+            tier=4,
+            load=load,
+            prefill_sd=prefill_sd,
+            slower_by=0.2,
+        )
+        lines.append(
+            f"| {label} | {_share(found.false_pass_unchecked, gates)} | "
+            f"{_share(found.false_pass_checked, gates)} | {found.stepped_flagged:.1%} | "
+            f"{_share(found.undisturbed_flagged, gates)} (at most {found.tail:.2%}) | "
+            f"{the_plan.alpha / 2:.2%} pass |"
+        )
+    return lines
+
+
+# (bar, requests per bench, sd of the true share between repetitions)
+GOODPUT_REGIMES = ((0.90, 200, 0.0), (0.90, 200, 0.02), (0.99, 100, 0.0), (0.999, 1000, 0.0))
+GOODPUT_SHIFTS = (("at the bar", 0.0), ("half-way to 100 %", 0.5), ("below the bar", -0.5))
+
+
+def goodput_table(rng, gates: int) -> list[str]:
+    """A goodput floor cell decided by the engine's walk (g3's floor cells), with and without
+    the binomial sd floor, at a true share at, above and below the bar."""
+    lines = [
+        "| bar, requests per bench, sd of the true share | true share | pass | fail | "
+        "pass without the binomial floor | declared |",
+        "|---|---|---|---|---|---|",
+    ]
+    the_plan = plan(1)
+    for bar, requests, spread in GOODPUT_REGIMES:
+        for label, towards in GOODPUT_SHIFTS:
+            # Half-way to 100 % above the bar; below it by as much as the bar is from 100 %.
+            true = min(bar + towards * (1 - bar), 1.0) if towards >= 0 else bar - (1 - bar)
+            truth = np.clip(true + spread * rng.standard_normal((gates, REPS)), 0, 1)
+            margins = share_margins(rng.binomial(requests, truth) / requests, bar)[:, None, :]
+            floor = binomial_sd_floor(bar, [requests])
+            floored = decide_cells(margins, the_plan, sd_floor=floor).verdict[:, 0]
+            bare = decide_cells(margins, the_plan).verdict[:, 0]
+            lines.append(
+                f"| {bar:.1%}, {requests}, {spread:g} | {label} ({true:.2%}) | "
+                f"{_share(float((floored == PASS).mean()), gates)} | "
+                f"{_share(float((floored == FAIL).mean()), gates)} | "
+                f"{_share(float((bare == PASS).mean()), gates)} | "
+                f"{the_plan.alpha / 2:.2%} a side |"
+            )
+    return lines
+
+
+def _share(value: float, draws: int) -> str:
+    return f"{value:.2%} +- {1.96 * math.sqrt(max(value * (1 - value), 1e-12) / draws):.2%}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gates", type=int, default=20_000, help="simulated gates per row")
@@ -374,6 +471,8 @@ def main() -> None:
         attempts_table(rng, args.gates),
         pooling_table(rng, args.gates),
         template_table(args.gates, args.seed),
+        step_table(rng, args.gates),
+        goodput_table(rng, args.gates),
     ):
         print("\n".join(lines), end="\n\n")
     one = plan(1)

@@ -1,10 +1,11 @@
 """G4 soak at scale, three figures in one run (docs/soak.md "Scale"):
 
-1. the decision over a full 72 h soak at 10 s windows (25,920 stored samples), time and peak
-   Python memory (tracemalloc), next to a tenth of it (2,592) to show memory grows with the
-   samples only;
-2. one collector tick's recording at the end of that soak (one new window stored, gaps checked,
-   no provisional re-judging due), and the same tick when a crash forces re-judging;
+1. re-judging a full 72 h soak at 10 s windows (25,920 stored windows) from its summary and
+   points, against deciding from every stored window as before, side by side (and that both
+   decide the same), with peak Python memory (tracemalloc), next to a tenth of it (2,592);
+2. one collector tick's recording (one new window stored and folded into the summary, gaps
+   checked, no re-judging due), and the same tick when a crash forces re-judging, after 10
+   windows and at the end of that soak, side by side;
 3. the host side of a tick (soak-read, agent status) against one loopback sshd serving many
    agent data directories, run back to back as one worker process does, first with a fresh SSH
    connection per tick (as before), then with the process's kept connection (the pool), side
@@ -19,6 +20,7 @@ with --postgres), the real services, a real sshd.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -53,8 +55,15 @@ def configure(var_dir: str, postgres: bool) -> None:
 
     django.setup()
     from django.core.management import call_command
+    from django.db import connection
 
-    call_command("migrate", verbosity=0)
+    if not postgres:
+        call_command("migrate", verbosity=0)
+        return
+    # A database of its own on DATABASE_URL's server (test_<name>), made afresh and dropped at
+    # the end: the bench's rows never meet an earlier run's (it could not run twice before).
+    made = connection.creation.create_test_db(verbosity=0, keepdb=False, serialize=False)
+    atexit.register(connection.creation.destroy_test_db, made, verbosity=0)
 
 
 def window_line(seq: int, *, crashed: bool = False) -> dict:
@@ -131,8 +140,10 @@ def g4_run_with_windows(organization, label: str, count: int, metrics_of):
 
 
 def make_soak(count: int, label: str):
-    """A G4 run on a soak with `count` stored windows, through the models directly."""
+    """A G4 run on a soak with `count` stored windows, through the models directly; its
+    summary folded from the rows once, as for a soak stored before summaries (timed)."""
     from gates.models import Organization, Soak
+    from gates.services.soak.verdict import soak_summary_fold
 
     org = Organization.objects.create(name=f"bench {label}", slug=label, kind="customer")
     run = g4_run_with_windows(org, label, count, sample_metrics)
@@ -145,6 +156,10 @@ def make_soak(count: int, label: str):
         last_seq=count - 1,
         offset=count * 400,
     )
+    began = time.perf_counter()
+    soak_summary_fold(soak, [])
+    soak.save(update_fields=["summary"])
+    soak.fold_s = time.perf_counter() - began
     return soak
 
 
@@ -158,30 +173,37 @@ def _engine_windows(soak) -> list[dict]:
 def measure_decision(counts: list[int]) -> None:
     from gates.decisions import decide_gate
     from gates.models import Soak
-    from gates.services.soak import ticks as soak_service
+    from gates.services.soak.verdict import soak_decide, soak_spec_in_force
 
-    print("1. decision over the stored samples")
+    print("1. re-judging a soak: from its summary (now) against from every stored window (before)")
     for count in counts:
-        soak = make_soak(count, f"decision-{count}")
-        soak = Soak.objects.select_related("run__spec").get(pk=soak.pk)
+        made = make_soak(count, f"decision-{count}")
+        soak = Soak.objects.select_related("run__spec").get(pk=made.pk)
         # Timed without tracemalloc (it slows Python code several times), then measured with it.
-        times = []
+        now, before = [], []
         for _ in range(3):
             began = time.perf_counter()
-            result = soak_service._decide(soak)
-            times.append(time.perf_counter() - began)
-        windows = _engine_windows(soak)
-        began = time.perf_counter()
-        decide_gate(soak_service.soak_spec_in_force(soak), windows, {"started_at": T0})
-        engine = time.perf_counter() - began
+            result = soak_decide(soak)
+            now.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            summary = soak.summary
+            context = {
+                "started_at": T0,
+                "block": summary["block"],
+                "memory_stride": summary["memory_stride"],
+            }
+            full = decide_gate(soak_spec_in_force(soak), _engine_windows(soak), context)
+            before.append(time.perf_counter() - began)
+        same = {k: v for k, v in result.items() if k != "soak"} == full
         tracemalloc.start()
-        soak_service._decide(soak)
+        soak_decide(soak)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         print(
-            f"   {count:>6} samples: {min(times):6.3f} s (engine alone {engine:.3f} s), "
-            f"peak {peak / 2**20:6.1f} MiB ({peak / count:,.0f} B/sample), "
-            f"verdict {result['verdict']}"
+            f"   {count:>6} windows: summary {1000 * min(now):7.1f} ms, every window "
+            f"{1000 * min(before):7.1f} ms ({min(before) / min(now):5.1f}x), peak "
+            f"{peak / 2**20:5.1f} MiB; same decision: {same}; verdict {result['verdict']}; "
+            f"folding the stored rows once: {made.fold_s:.2f} s"
         )
 
 
@@ -194,6 +216,12 @@ def fake_window(seq: int, *, crashed: bool):
         "metrics-after.txt": METRICS_FILE.read_bytes(),
     }
     return collector.Window(window_line(seq, crashed=crashed), files)
+
+
+def measure_ticks(counts: list[int]) -> None:
+    print("2. one tick's recording, early in a soak and at the end of a 72 h one, side by side")
+    for count in counts:
+        measure_tick(count)
 
 
 def measure_tick(count: int, repeats: int = 20) -> None:
@@ -224,7 +252,6 @@ def measure_tick(count: int, repeats: int = 20) -> None:
             config={},
         ),
     )
-    print(f"2. one tick's recording at the end of a {count}-sample soak")
     for crashed in (False, True):
         times = []
         for i in range(repeats):
@@ -246,8 +273,8 @@ def measure_tick(count: int, repeats: int = 20) -> None:
         times.sort()
         what = "a crash: re-judged at once" if crashed else "a quiet window"
         print(
-            f"   {what:<28} median {1000 * times[len(times) // 2]:7.1f} ms, "
-            f"max {1000 * times[-1]:7.1f} ms"
+            f"   after {count:>6} windows, {what:<28} "
+            f"median {1000 * times[len(times) // 2]:7.1f} ms, max {1000 * times[-1]:7.1f} ms"
         )
 
 
@@ -323,12 +350,15 @@ def main() -> int:
     parser.add_argument("--soaks", type=int, default=200)
     parser.add_argument("--ticks", type=int, default=400)
     parser.add_argument("--host-side-only", action="store_true", help="only figure 3")
+    parser.add_argument(
+        "--windows", type=int, default=25920, help="stored windows of the largest soak decided"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tollgate-bench-") as scratch:
         configure(scratch, args.postgres)
         if not args.host_side_only:
-            measure_decision([2592, 25920])
-            measure_tick(25920)
+            measure_decision([args.windows // 10, args.windows])
+            measure_ticks([10, args.windows])
         measure_host_side(args.soaks, args.ticks, Path(scratch) / "hosts")
     return 0
 

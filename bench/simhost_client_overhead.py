@@ -96,7 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.monotonic()
     preset = ["--model-preset", "sim-480b-tp8", "--max-model-len", "16384"]
-    server = Server([*preset, "--time-scale", str(args.time_scale)])
+    server = Server([*preset, "--time-scale", str(args.time_scale), "--clock", "wall"])
     try:
         settings = bench_settings(build_parser().parse_args(_bench_flags(args, server.url)))
         measurement = asyncio.run(measure(settings))

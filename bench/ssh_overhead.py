@@ -23,6 +23,7 @@ from pathlib import Path
 # `make bench` runs this file as a script; the sshd fixture lives in tests/, not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.targets import timing_target_status
 from runners.transport import open_transport
 from tests.sshd import SshServer, loopback_sshd
 
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"ratio tollgate/openssh   median {ratio['median_ms']:.2f}   p90 {ratio['p90_ms']:.2f}"
         )
-    return 0 if ratio["median_ms"] <= 2 else 1
+    return timing_target_status(ratio["median_ms"] <= 2, "paramiko within 2x of ControlMaster")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ OPENAPI_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Without deep links each operation's path is text, not a link inside its summary button
+    # (axe: nested-interactive). The page's contrast fixes are static/gates/swagger-ui.css.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False, "persistAuthorization": False},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gates.api.rest.schema.document_error_responses",

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config import queues
 from config.environment import TRUE_WORDS, env, envbool, envint, envlist, read_dotenv
 from config.openapi import OPENAPI_SETTINGS
 
@@ -317,6 +318,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Runs: a task drives a run for at most TASK_BUDGET seconds, then hands over to a fresh task.
 TOLLGATE_TASK_BUDGET_S = envint("TOLLGATE_TASK_BUDGET_S", 45)
+# Each decision's report PDF rendered by the worker as soon as it is recorded (off: on first ask).
+TOLLGATE_REPORT_PDF_AT_DECISION = envbool("TOLLGATE_REPORT_PDF_AT_DECISION", True)
 # How long a task's claim on a run lasts without renewal: longer than any single blocking
 # step (a probe, a file copy), so a live task is never doubled; a killed one frees it then.
 TOLLGATE_DRIVER_CLAIM_S = envint("TOLLGATE_DRIVER_CLAIM_S", 120)
@@ -335,26 +338,21 @@ TOLLGATE_SOAK_TICK_S = envint("TOLLGATE_SOAK_TICK_S", 30)
 # A tick's claim on its soak: longer than a tick's I/O may take (its timeouts bound it), so a
 # tick killed with its worker blocks the soak for at most this long.
 TOLLGATE_SOAK_TICK_CLAIM_S = envint("TOLLGATE_SOAK_TICK_CLAIM_S", 150)
+# The beat sends no second tick for a soak within this long of the first (a lagging queue then
+# sheds load); the message expires then, so a lost or stale one is replaced, never doubled.
+TOLLGATE_SOAK_POKE_S = envint("TOLLGATE_SOAK_POKE_S", 60)
 # How often a running soak's provisional verdict is recomputed when nothing went wrong.
 TOLLGATE_SOAK_PROVISIONAL_S = envint("TOLLGATE_SOAK_PROVISIONAL_S", 300)
 # A soak whose host cannot be read for this long ends as infra_error, unless the spec's own
 # unobserved allowance (max_unobserved_pct of the duration) is longer.
 TOLLGATE_SOAK_UNREACHABLE_S = envint("TOLLGATE_SOAK_UNREACHABLE_S", 600)
-CELERY_BEAT_SCHEDULE = {
-    "tick-soaks": {"task": "runners.tick_soaks", "schedule": min(_BEAT_EVERY_S, 10.0)},
-    "reap-stale-runs": {"task": "runners.reap_stale_runs", "schedule": _BEAT_EVERY_S},
-    "redispatch-runs": {"task": "runners.redispatch_runs", "schedule": _BEAT_EVERY_S},
-    "deliver-alerts": {"task": "runners.deliver_alerts", "schedule": _BEAT_EVERY_S},
-    "clean-hosts": {"task": "runners.clean_hosts", "schedule": _BEAT_EVERY_S},
-    # Often: an outage's retries back off from 1 s; the query finds only runs that are due.
-    "retry-unreachable-runs": {
-        "task": "runners.retry_unreachable_runs",
-        "schedule": min(_BEAT_EVERY_S, 5.0),
-    },
-    "escalate-alerts": {"task": "runners.escalate_alerts", "schedule": _BEAT_EVERY_S},
-    "characterize-traces": {"task": "runners.characterize_traces", "schedule": _BEAT_EVERY_S},
-    "canary": {"task": "runners.canary", "schedule": min(60.0, _BEAT_EVERY_S * 2)},
-}
+# The planner page's predicted TTFT bands (one row per set of inputs) older than this many days
+# are deleted by the janitor once computed; asked for again, a band is recomputed.
+TOLLGATE_PLANNER_BAND_KEEP_DAYS = envint("TOLLGATE_PLANNER_BAND_KEEP_DAYS", 30)
+CELERY_BEAT_SCHEDULE = queues.beat_schedule(_BEAT_EVERY_S)
+# Each kind of work on its own queue (config/queues.py); docker-compose.yml, a worker per queue.
+CELERY_TASK_ROUTES = queues.TASK_ROUTES
+CELERY_TASK_DEFAULT_QUEUE = queues.RUNS
 # The beat writes its own heartbeat as it ticks (worker.tasks.HeartbeatScheduler).
 CELERY_BEAT_SCHEDULER = "worker.tasks:HeartbeatScheduler"
 

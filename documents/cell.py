@@ -8,7 +8,7 @@ Standard library only; documents.decision assembles the G3 result from these.
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from documents.spec import ChangeKind
+from documents.spec import CellChange, SloSpec
 
 RowVerdict = Literal["pass", "fail", "inconclusive", "invalid"]
 CellVerdict = Literal["pass", "fail", "inconclusive"]
@@ -64,6 +64,40 @@ class LogRatioReadout(TypedDict):
     sd_pooled_over: NotRequired[int]
 
 
+class ShareRepetition(TypedDict):
+    """One repetition of a goodput floor: the arm's requests within the SLO, of those sent."""
+
+    repetition: int
+    met: int
+    requests: int
+    share: float
+
+
+class ShareScale(TypedDict):
+    """A floor's margins at its look (shares minus the bar, as fractions): mean, sd (at least
+    the binomial floor) and the t quantile; None before the first look."""
+
+    mean: float | None
+    sd: float | None
+    t_quantile: float | None
+
+
+class GoodputFloorReadout(TypedDict):
+    """A goodput floor cell: its arm, its bar in percent, each repetition's share, the scale."""
+
+    arm: str
+    bar_pct: float
+    shares: list[ShareRepetition]
+    scale: ShareScale
+
+
+class SloShown(TypedDict):
+    """A goodput clause's SLO as stated, and in words."""
+
+    bounds: SloSpec
+    text: str
+
+
 class CellHead(TypedDict):
     """Which clause and tier a cell is, and the repetitions it was decided from.
     not_evaluated: the cell is on an arm this host cannot run (never a pass or a fail)."""
@@ -71,7 +105,7 @@ class CellHead(TypedDict):
     clause: int
     metric: str
     compare: str
-    change: ChangeKind
+    change: CellChange
     tier: int
     threshold: float
     better: Better
@@ -80,6 +114,8 @@ class CellHead(TypedDict):
     sd_floor: float | None
     repetitions_shown: str
     not_evaluated: NotRequired[bool]
+    slo: NotRequired[SloShown]
+    goodput: NotRequired[GoodputFloorReadout]
 
 
 class CellReadout(TypedDict):
@@ -97,7 +133,8 @@ class CellReadout(TypedDict):
 
 
 class G3Cell(CellHead, CellReadout):
-    """One clause at one tier: what it is, its numbers, its verdict and why."""
+    """One clause at one tier: what it is, its numbers, its verdict and why. A goodput floor
+    (change "floor") has no pairs: its repetitions are in `goodput`, its numbers in percent."""
 
     verdict: RowVerdict
     cause: str
@@ -140,9 +177,11 @@ class StatisticsApplied(TypedDict):
     max_reruns: int
     max_preemptions: int | None
     pool_tiers: bool
+    carry_repetitions: bool
     sd_floor_fraction: float | None
     spread_level: float | None
     screen_level: float | None
+    step_level: float | None
 
 
 class ValidityApplied(TypedDict):
@@ -163,6 +202,8 @@ class G3Context(TypedDict):
     attempt: int
     noise_floor: NoiseFloorContext | None
     unavailable_arms: dict[str, str]
+    # Repetitions 1..N of the measurements are an earlier attempt's (statistics.carry_repetitions).
+    carried_repetitions: NotRequired[int]
 
 
 class G3Inputs(TypedDict):

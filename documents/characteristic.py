@@ -8,7 +8,7 @@ stored with each G3 decision. Standard library only.
 
 from typing import Literal, NotRequired, TypedDict
 
-from documents.spec import ChangeKind
+from documents.spec import CellChange
 
 # "pass" is a Python keyword, so the TypedDicts that hold it are spelt in the functional form.
 # half_width_95: each simulated probability's Wilson 95 % half-width (its sampling error).
@@ -68,7 +68,7 @@ class ClauseCharacteristic(TypedDict):
     clause: int
     metric: str
     compare: str
-    change: ChangeKind
+    change: CellChange
     tiers: list[int]
     threshold: float
     claimed: float | None

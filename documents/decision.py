@@ -32,6 +32,8 @@ class G1Facts(TypedDict):
 
     gpu_inventory: dict[str, Any] | None
     vllm_version: str | None
+    # Any engine's version (its profile's version probe); vLLM's equals vllm_version.
+    engine_version: str | None
     host_memory_bytes: float | None
     free_disk_bytes: float | None
     kernel: str | None
@@ -202,6 +204,10 @@ class G4Check(G4Numbers):
 
 
 class G4Limits(TypedDict):
+    # How the soak's windows were summarised (gates/decisions/g4_summary.py): windows per
+    # change-point block, and every how-manyth memory sample the growth slope reads.
+    block_windows: int
+    memory_stride: int
     duration_s: float
     window_s: float
     max_crashes: int

@@ -12,6 +12,8 @@ GateKind = Literal["G1", "G2", "G3", "G4"]
 Dataset = Literal["random", "prefix_repetition", "cold_recovery", "sharegpt"]
 ArmKind = Literal["resident", "offload", "recompute"]
 ChangeKind = Literal["reduction", "gain", "ratio"]
+# What a G3 cell holds its bar as: a change of A against B, or a goodput floor on one arm.
+CellChange = Literal["reduction", "gain", "ratio", "floor"]
 GpuVendor = Literal["nvidia", "amd"]
 
 
@@ -78,6 +80,7 @@ class Expect(TypedDict):
     cuda_min: NotRequired[str | None]
     rocm_min: NotRequired[str | None]
     vllm_min: NotRequired[str | None]
+    engine_min: NotRequired[str | None]
     host_memory_min_gib: NotRequired[float | None]
     offload_tier: NotRequired[OffloadTierExpectation]
     free_disk_min_gib: NotRequired[float | None]
@@ -146,13 +149,26 @@ class Repetitions(TypedDict):
     max: int
 
 
+class SloSpec(TypedDict):
+    """A goodput clause's service-level objective: a request meets it when it completed within
+    every stated bound (at least one is stated)."""
+
+    ttft_ms: NotRequired[float]
+    tpot_ms: NotRequired[float]
+
+
 class ClauseSpec(TypedDict):
     """A clause as written. A ratio clause has at_least (and claimed), a reduction or gain
-    at_least_pct (and claimed_pct); the validator refuses the other pair."""
+    at_least_pct (and claimed_pct); the validator refuses the other pair. A goodput clause
+    (metric "goodput") states its `slo`; it either compares arms like any metric or, with `arm`
+    instead of compare and change, holds one arm's share of requests within the SLO to
+    at_least_pct (a floor)."""
 
     metric: str
-    compare: str
-    change: ChangeKind
+    compare: NotRequired[str]
+    change: NotRequired[ChangeKind]
+    slo: NotRequired[SloSpec]
+    arm: NotRequired[str]
     tiers: Literal["all"] | list[int]
     at_least_pct: NotRequired[float]
     at_least: NotRequired[float]
@@ -170,6 +186,7 @@ class Outliers(TypedDict):
     max_reruns: int
     max_preemptions: NotRequired[int]
     screen_level: NotRequired[float]
+    step_level: NotRequired[float]
 
 
 class Statistics(TypedDict, total=False):
@@ -184,6 +201,7 @@ class Statistics(TypedDict, total=False):
     min_power: float
     require_power: bool
     pool_tiers: bool
+    carry_repetitions: bool
     outliers: Outliers
 
 
@@ -222,6 +240,13 @@ class Soak(TypedDict, total=False):
     free_space_floor_gib: float
 
 
+class Retention(TypedDict):
+    """Which windows' raw files are kept once the evidence is sealed (docs/soak.md)."""
+
+    keep_every_nth_window: int
+    keep_after_sealed_days: float
+
+
 class G4Spec(TypedDict):
     gate: Literal["G4"]
     version: int
@@ -231,6 +256,7 @@ class G4Spec(TypedDict):
     limits: Limits
     stop_loss: StopLoss
     soak: NotRequired[Soak]
+    retention: NotRequired[Retention]
     server: NotRequired[Server]
 
 

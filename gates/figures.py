@@ -83,6 +83,14 @@ def share(fraction: Any) -> str:
     return DASH if found is None else number(found * 100, "%")
 
 
+def change(fraction: Any) -> str:
+    """A relative change as a signed percentage: -0.687 is "-68.7 %", 0.008 is "+0.8 %"."""
+    found = finite(fraction)
+    if found is None:
+        return DASH
+    return ("+" if found > 0 else "") + share(found)
+
+
 def byte_size(count: Any) -> str:
     """A byte count in binary units: 2199023255552 is "2 TiB", 85899345920 is "80 GiB"."""
     found = finite(count)

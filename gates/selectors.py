@@ -20,7 +20,7 @@ from gates.models import (
     Verdict,
     WorkloadTrace,
 )
-from gates.planner import trace_tiers
+from gates.planner import run_band, trace_tiers
 from gates.specs.diff import FieldChange, spec_changes
 
 # Simulated gates per operating characteristic shown: Monte Carlo sd of an 80 % power 0.9 %.
@@ -61,7 +61,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 2
+READOUT_SHAPE = 3
 
 
 def gate_readout(gate_id: int) -> dict:
@@ -83,7 +83,7 @@ def readout_of(gate: Gate) -> dict:
 
 # A clause row as the API gives it (gates.api.engagements.ClauseSerializer documents it; a test
 # holds the two alike): the pages' rows also carry `expected` and `observed`.
-API_CLAUSE_TEXT = ("metric", "tiers", "compare", "change", "unit", "comparison")
+API_CLAUSE_TEXT = ("metric", "tiers", "compare", "change", "unit", "comparison", "slo")
 API_CLAUSE_NUMBERS = ("threshold", "estimate", "low", "high")
 
 
@@ -154,6 +154,8 @@ def _clause_row(clause: dict) -> dict:
         "threshold": threshold if isinstance(threshold, (int, float)) else None,
         "unit": clause_unit(clause),
         "comparison": clause_comparison(clause),
+        # A goodput clause's SLO in words ("TTFT ≤ 2 s and TPOT ≤ 50 ms"); None elsewhere.
+        "slo": (clause.get("slo") or {}).get("text"),
         **numbers,
         "verdict": clause.get("verdict"),
         "cause": clause.get("cause"),
@@ -364,3 +366,20 @@ def _g3_offload_gib(engagement: Engagement) -> float:
     spec = gate.current_spec if gate else None
     server = (spec.document.get("server") if spec else None) or {}
     return float(server.get("offload_gib") or 0.0)
+
+
+def run_predicted_ttft(run: Run) -> dict | None:
+    """A G3 run's predicted TTFT-saving band beside what its engine decision measured, per tier
+    (gates.planner.run_band); None for other gates. `state` is "pending" until the worker has
+    predicted it, "unknown" (with the reason) when something the model needs is unknown."""
+    if run.gate.kind != Gate.Kind.G3:
+        return None
+    prediction = run.predicted_ttft
+    if prediction is None:
+        return {"state": "pending", "reason": "not predicted yet", "tiers": []}
+    if prediction.get("predicted") is None:
+        return {"state": "unknown", "reason": prediction.get("reason", ""), "tiers": []}
+    decision = run.decisions.filter(kind=Decision.Kind.ENGINE).first()
+    cells = decision.clauses if decision else []
+    rows = run_band.measured_against_predicted(prediction, cells)
+    return {"state": "predicted", "assumes": prediction.get("assumes", ""), "tiers": rows}

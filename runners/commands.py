@@ -17,6 +17,12 @@ from runners.errors import SpecError
 
 # A placeholder is "{identifier}"; any other brace is literal, so JSON arguments such as
 # --kv-transfer-config '{"kv_connector": "X"}' need no escaping (JSON keys are always quoted).
+# The host helper's command line, to fill with {python} and {run_dir}. -S: hostctl.py is
+# standard library only, so site-packages (a venv's .pth files) need not load: Python's bare
+# start 29 -> 10 ms here, a health check 65 -> 61 ms (bench/g3_harness_overhead.py), paid on
+# every health check, /metrics scrape, listener check and soak read.
+HOSTCTL_ARGV = ("{python}", "-S", "{run_dir}/hostctl.py")
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PATH = re.compile(r"^(?:/[A-Za-z0-9._@+,=-]+)+$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,254}$")
@@ -234,7 +240,8 @@ PLACEHOLDERS: dict[str, Kind] = {
     "max_model_len": integer(1, 10_000_000),
     # Added for the gate programs (runners/program/perform.py) and the built-in profiles.
     "num_prefixes": integer(1, 1_000_000),
-    "offload_backend": choice("native", "lmcache"),
+    # Which offload tier an arm uses; side services (runners/engine.py) start by it.
+    "offload_backend": choice("native", "lmcache", "hicache", "mooncake", "kvbm"),
     "max_tokens": integer(1, 100_000),
     "run_root": absolute_path(),
     # The HTTP port of LMCache's multi-process server (its health check), offload_backend lmcache.
@@ -246,7 +253,7 @@ PLACEHOLDERS: dict[str, Kind] = {
     "gpu_memory_held_max_mib": number(0.0, 1_048_576.0),
     # simhost, the emulated host: its scenario, host description, faults and time scale.
     "time_scale": number(0.0, 1000.0, low_open=True),
-    "sim_scenario": choice("offload-helps", "offload-does-not-help"),
+    "sim_scenario": choice("offload-helps", "offload-helps-compact", "offload-does-not-help"),
     "sim_model_preset": choice("sim-1b", "sim-480b-tp8"),
     "sim_host_config": absolute_path(),
     "sim_fault_file": absolute_path(),
@@ -254,6 +261,31 @@ PLACEHOLDERS: dict[str, Kind] = {
     # client writes one record per request.
     "replay_file": absolute_path(),
     "records_file": absolute_path(),
+    # The vllm profile replays with `vllm bench serve --dataset-name timed_trace` instead: its
+    # trace file, its row count, the tokens per hash id, and the client's PYTHONHASHSEED
+    # (Python takes 0 to 2**32 - 1), which fixes the prompts vLLM makes from the hash ids.
+    "timed_trace_file": absolute_path(),
+    "replay_prompts": integer(1, 100_000_000),
+    "trace_block_tokens": integer(1, 1_000_000),
+    "replay_seed": integer(0, 2**32 - 1),
+    # Engine tunables beyond vLLM's (docs/hosts.md, "Engines"). SGLang HiCache: the host tier
+    # as a multiple of the GPU pool, or in GB per rank (overrides the ratio); how it is written;
+    # the L3 storage behind it; the KV page size in tokens.
+    "hicache_ratio": number(1.0, 1000.0, low_open=True),
+    "hicache_size_gb": number(0.0, 1_048_576.0),
+    "hicache_write_policy": choice("write_through", "write_through_selective", "write_back"),
+    "hicache_storage_backend": choice("file", "mooncake", "hf3fs", "nixl", "aibrix", "dynamic"),
+    "page_size": integer(1, 4096),
+    "mem_fraction_static": number(0.0, 1.0, low_open=True),
+    # Mooncake store: the master's RPC and metrics ports, its HTTP metadata server's port.
+    "mooncake_rpc_port": integer(1, 65535),
+    "mooncake_metrics_port": integer(1, 65535),
+    "mooncake_metadata_port": integer(1, 65535),
+    # Dynamo KVBM: the host tier in GB, and the port of its own metrics endpoint.
+    "kvbm_cpu_cache_gb": number(0.0, 1_048_576.0),
+    "kvbm_metrics_port": integer(1, 65535),
+    # sglang.bench_serving's generated-shared-prefix dataset: prompts per shared prefix.
+    "prompts_per_prefix": integer(1, 1_000_000),
 }
 
 

@@ -8,14 +8,19 @@ Pure (adapters only): the one reading of results, for the gate programs and uplo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from runners import adapters, jsonlimits
 from runners.adapters import AdapterError
+from runners.adapters.lmcache_metrics import lookup_facts
 from runners.artifact import Artifact
+from runners.engine import Engine
 
 PROBE_TOOLS = {
     "vllm_version": "vllm-version",
+    # Any engine's version probe (runners/engine.py `version_probe`): its last version line.
+    "engine_version": "engine-version",
     "meminfo": "meminfo",
     "disk": "df",
     "kernel": "uname",
@@ -61,12 +66,43 @@ class Cell:
 
 
 def metrics_scrape(
-    text: str | bytes, *, cell: Cell, moment: str, source: str
+    text: str | bytes, *, cell: Cell, moment: str, source: str, tool: str = "vllm-metrics"
 ) -> tuple[dict[str, Any], Artifact]:
-    """One /metrics scrape around a bench ("before" or "after"): parsed, and the file to keep."""
+    """One /metrics scrape around a bench ("before" or "after"): parsed with the engine's
+    metrics adapter (`tool`, runners/engine.py), and the file to keep."""
     content = text.encode() if isinstance(text, str) else text
-    parsed = _parse(content, "vllm-metrics", source=source, field=f"metrics_{moment}")
-    return parsed, Artifact(f"{cell.label}/metrics-{moment}.txt", "vllm-metrics", content)
+    parsed = _parse(content, tool, source=source, field=f"metrics_{moment}")
+    return parsed, Artifact(f"{cell.label}/metrics-{moment}.txt", tool, content)
+
+
+def service_scrape(
+    text: str | bytes, *, cell: Cell, service: str, moment: str, source: str, tool: str
+) -> tuple[dict[str, Any], Artifact]:
+    """One side service's metrics scrape around a bench (LMCache's own /metrics, ...), parsed
+    with the service's `metrics_tool`, and the file to keep, named by the service."""
+    content = text.encode() if isinstance(text, str) else text
+    parsed = _parse(content, tool, source=source, field=f"{service}_metrics_{moment}")
+    return parsed, Artifact(f"{cell.label}/{service}-metrics-{moment}.txt", tool, content)
+
+
+# What each side service's metrics adapter says about one bench, from its two scrapes.
+SERVICE_FACTS = {"lmcache-metrics": lookup_facts}
+
+
+def service_facts(tool: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """A side service's facts about one bench; a service whose adapter gives no bench facts
+    is named by its tool only, so the cell still says its counters were read."""
+    read = SERVICE_FACTS.get(tool)
+    return read(before, after) if read else {"metrics_tool": tool}
+
+
+def with_side_services(
+    server: dict[str, Any], facts: dict[str, dict[str, Any]], proof: str | None
+) -> dict[str, Any]:
+    """The engine's server facts with the side services' own (`side_services`, by name) and
+    `hit_proof`: the side service whose lookup hit rate proves the offload tier's hits when
+    the profile names one that ran, else "engine" (the engine's external hit rate)."""
+    return {**server, "side_services": facts, "hit_proof": proof if proof in facts else "engine"}
 
 
 def bench_proof(
@@ -76,17 +112,19 @@ def bench_proof(
     source: str,
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
+    tool: str = "vllm-bench",
 ) -> Proof:
-    """A bench result file -> the cell's measurement; with both /metrics scrapes (parsed), the
-    server facts that say which arm really ran."""
-    result = _parse(raw, "vllm-bench", source=source, field="file")
+    """A bench result file (read by the engine's bench adapter, `tool`) -> the cell's
+    measurement; with both /metrics scrapes (parsed), the server facts that say which arm
+    really ran."""
+    result = _parse(raw, tool, source=source, field="file")
     # A file may hold a sweep; the cell is the one run at its concurrency (or one unlabelled).
     runs = [run for run in result["runs"] if run.get("max_concurrency") in (None, cell.tier)]
     if len(runs) != 1:
         raise ResultError(
             f"expected one run at concurrency {cell.tier}, found {len(runs)}", source=source
         )
-    artifact = Artifact(f"{cell.label}/result.json", "vllm-bench", raw)
+    artifact = Artifact(f"{cell.label}/result.json", tool, raw)
     server = _server(before, after) if before is not None and after is not None else None
     measurement = {
         "arm": cell.arm,
@@ -105,15 +143,29 @@ def bench_files_proof(
     cell: Cell,
     before: NamedFile | None = None,
     after: NamedFile | None = None,
+    engine: Engine | None = None,
 ) -> Proof:
     """A bench cell from kept files (an upload): the result file and, when both were kept, the
-    /metrics texts before and after it."""
+    /metrics texts before and after it, read with the engine's adapters; without an engine,
+    the adapters are told by the files' content (vLLM's when it says nothing)."""
+    bench = engine.bench_tool if engine else _detected(result[0], "vllm-bench")
     if before is None or after is None:
-        return bench_proof(result[0], cell=cell, source=result[1])
-    first, kept_first = metrics_scrape(before[0], cell=cell, moment="before", source=before[1])
-    last, kept_last = metrics_scrape(after[0], cell=cell, moment="after", source=after[1])
-    proof = bench_proof(result[0], cell=cell, source=result[1], before=first, after=last)
+        return bench_proof(result[0], cell=cell, source=result[1], tool=bench)
+    metrics = engine.metrics_tool if engine else _detected(before[0], "vllm-metrics")
+    scrape = partial(metrics_scrape, cell=cell, tool=metrics)
+    first, kept_first = scrape(before[0], moment="before", source=before[1])
+    last, kept_last = scrape(after[0], moment="after", source=after[1])
+    proof = bench_proof(
+        result[0], cell=cell, source=result[1], before=first, after=last, tool=bench
+    )
     return Proof([*proof.artifacts, kept_first, kept_last], measurement=proof.measurement)
+
+
+def _detected(content: bytes, default: str) -> str:
+    try:
+        return adapters.detect(content)
+    except AdapterError:
+        return default  # the named adapter then says what is wrong with the file
 
 
 def probe_proof(name: str, output: bytes, *, source: str, required: bool = False) -> Proof:
@@ -179,7 +231,9 @@ def probe_facts(name: str, output: str) -> dict[str, Any]:
 
 def _host_fact(name: str, parsed: dict[str, Any]) -> dict[str, Any]:
     if name == "vllm_version":
-        return {"vllm_version": parsed.get("version")}
+        return {"vllm_version": parsed.get("version"), "engine_version": parsed.get("version")}
+    if name == "engine_version":
+        return {"engine_version": parsed.get("version")}
     if name == "meminfo":
         return {"host_memory_bytes": parsed.get("mem_total_bytes")}
     if name == "disk":
@@ -203,13 +257,19 @@ def _tier(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def server_facts(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
-    """What the server's /metrics prove about one benchmark: the arm it ran and its hits."""
+    """What the server's /metrics prove about one benchmark: the arm it ran and its hits.
+
+    Engine-neutral: every metrics adapter gives the same normalized counters and a
+    `cache_config` with `enable_prefix_caching` and, where the engine says it,
+    `kv_offloading_size` (docs/adapters.md); a setting the engine does not export is None."""
     delta = adapters.metrics_delta(first, last)
     config = last.get("cache_config") or {}
-    offload_size = config.get("kv_offloading_size")
     return {
+        "engine_metrics": last.get("tool"),
         "prefix_caching": config.get("enable_prefix_caching"),
-        "offload_enabled": None if "kv_offloading_size" not in config else bool(offload_size),
+        "offload_enabled": _offload_enabled(config),
+        # Tokens the offload tier gave back to the GPU (SGLang's load-back), where counted.
+        "offload_load_tokens": delta["counters"].get("kv_offload_load_tokens"),
         "external_hit_rate": delta["external_prefix_cache_hit_rate"],
         "prefix_cache_hit_rate": delta["prefix_cache_hit_rate"],
         # Requests the server preempted during the bench: the G3 outlier rule can read them.
@@ -217,3 +277,14 @@ def server_facts(first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
         # Two scrapes cannot see the peak; the bench's own max_concurrency is checked instead.
         "peak_running": None,
     }
+
+
+def _offload_enabled(config: dict[str, Any]) -> bool | None:
+    """An engine that says whether its tier is on says so (SGLang: its host-cache gauges);
+    vLLM says it by its offload size (None: off); a server that says neither is unknown."""
+    if "offload_enabled" in config:
+        value = config["offload_enabled"]
+        return value if isinstance(value, bool) else None
+    if "kv_offloading_size" not in config:
+        return None
+    return bool(config["kv_offloading_size"])

@@ -31,6 +31,10 @@ def workload_values(workload: dict[str, Any]) -> dict[str, Any]:
     values = {key: workload[key] for key in keys if key in workload}
     values.setdefault("input_len", workload.get("prefix_len", 0) + workload.get("suffix_len", 0))
     values["num_prefixes"] = workload_num_prefixes(workload)
+    if "num_prompts" in workload:
+        # Clients that group prompts by prefix (sglang.bench_serving's generated-shared-prefix)
+        # ask how many share each one; rounded up, so no fewer prompts than asked are sent.
+        values["prompts_per_prefix"] = -(-int(workload["num_prompts"]) // values["num_prefixes"])
     return values
 
 

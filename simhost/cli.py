@@ -13,9 +13,9 @@ import json
 import os
 import sys
 from datetime import datetime, timezone
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from simhost import __version__
+from simhost import __version__, lmcache
 from simhost.host.config import (
     HOST_PRESETS,
     ForeignProcess,
@@ -36,6 +36,7 @@ from simhost.host.smi import (
 from simhost.host.statefile import read_live_states, state_dir
 from simhost.scenarios import ARMS, SCENARIOS, bench_command, serve_command
 from simhost.server.args import UsageError, add_serve_arguments, serve_settings
+from simhost.server.sglang import serve_namespace
 
 DESCRIPTION = (
     "simhost: a TEST DOUBLE emulating a vLLM GPU host (no GPU, no model). "
@@ -82,6 +83,7 @@ def build_parser() -> OneLineParser:
     from simhost.bench.args import add_bench_arguments
 
     add_bench_arguments(bench)
+    _add_sglang_commands(commands, common)
     smi = commands.add_parser("smi", parents=common, help="GPU inventory like nvidia/rocm/amd-smi")
     smi.add_argument("--format", choices=FORMATS, help="default: by GPU vendor")
     smi.add_argument("--query-gpu", help="nvidia-csv fields, comma separated")
@@ -97,6 +99,13 @@ def build_parser() -> OneLineParser:
         help="kernel log as `dmesg --time-format iso` (XID or amdgpu faults)",
     )
     _add_simulate(commands, common)
+    lmcache_server = commands.add_parser(
+        "lmcache-server",
+        help="LMCache's MP server HTTP frontend: /api/healthcheck and its lookup counters",
+        description="A TEST DOUBLE of LMCache's multi-process server's HTTP frontend: its "
+        "lookup counters are what the emulated engine's offload tier looked up and hit.",
+    )
+    lmcache.add_arguments(lmcache_server)
     scenarios = commands.add_parser("scenarios", help="list scenarios or print one's commands")
     scenarios.add_argument("name", nargs="?", choices=sorted(SCENARIOS))
     return parser
@@ -111,6 +120,30 @@ def _add_simulate(
     simulate.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
     simulate.add_argument("--max-concurrency", type=int, action="append", metavar="N")
     simulate.add_argument("--seed", type=int)
+
+
+def _add_sglang_commands(commands: Any, common: Sequence[argparse.ArgumentParser]) -> None:
+    """The SGLang personality: its server's and its bench client's command lines."""
+    from simhost.bench.sglang import add_bench_serving_arguments
+    from simhost.server.sglang import add_launch_server_arguments
+
+    add_launch_server_arguments(
+        commands.add_parser(
+            "launch_server",
+            parents=common,
+            help="emulated SGLang server",
+            description="A TEST DOUBLE of `python -m sglang.launch_server` (HiCache flags).",
+        )
+    )
+    add_bench_serving_arguments(
+        commands.add_parser(
+            "bench_serving",
+            parents=common,
+            help="load client, SGLang result lines",
+            description="The load client with `python -m sglang.bench_serving`'s flags and "
+            "its --output-file JSON lines.",
+        )
+    )
 
 
 def _read(path: str) -> str:
@@ -234,6 +267,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 1
 
 
+def cmd_bench_serving(args: argparse.Namespace) -> int:
+    from simhost.bench.args import bench_settings
+    from simhost.bench.http import HttpError
+    from simhost.bench.run import BenchError, run_and_report
+    from simhost.bench.sglang import bench_namespace, write_sglang_result
+
+    namespace = bench_namespace(args)
+    try:
+        status = run_and_report(bench_settings(namespace))
+    except (BenchError, HttpError) as error:
+        print("simhost bench_serving: {}".format(error), file=sys.stderr)
+        return 1
+    if status == 0:
+        write_sglang_result(args, namespace)
+    return status
+
+
 def _missing_dependency(error: ImportError) -> int:
     print(
         "simhost {}: needs the {} package (pip install aiohttp prometheus_client)".format(
@@ -247,10 +297,14 @@ def _missing_dependency(error: ImportError) -> int:
 def _dispatch(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.command == "scenarios":
         return cmd_scenarios(args)
+    if args.command == "lmcache-server":
+        return lmcache.serve(args)
     host = resolve_host_config(args.host_config, args.host_preset, environ)
     handlers: Dict[str, Callable[[], int]] = {
         "serve": lambda: cmd_serve(args, host, environ),
         "bench": lambda: cmd_bench(args),
+        "launch_server": lambda: cmd_serve(serve_namespace(args, host), host, environ),
+        "bench_serving": lambda: cmd_bench_serving(args),
         "smi": lambda: cmd_smi(args, host, environ),
         "version": lambda: print(host.vllm_version) or 0,
         "tier": lambda: cmd_tier(args, host),

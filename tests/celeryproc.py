@@ -14,6 +14,8 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from config.queues import ALL_QUEUES_OPTION
+
 ROOT = Path(__file__).resolve().parents[1]
 # Short budgets so runs change hands and recover within seconds instead of minutes.
 FAST_RECOVERY = {
@@ -21,8 +23,11 @@ FAST_RECOVERY = {
     "TOLLGATE_DRIVER_CLAIM_S": "6",
     "TOLLGATE_REDISPATCH_AFTER_S": "3",
     "TOLLGATE_BEAT_EVERY_S": "2",
-    "TOLLGATE_SOAK_TICK_S": "1",
+    # Due again at once: a compressed soak ticks at every beat sweep (2 s), as it did when the
+    # beat's duplicate messages were not yet dropped.
+    "TOLLGATE_SOAK_TICK_S": "0",
     "TOLLGATE_SOAK_TICK_CLAIM_S": "8",
+    "TOLLGATE_SOAK_POKE_S": "10",
     "TOLLGATE_SOAK_PROVISIONAL_S": "2",
 }
 
@@ -62,6 +67,9 @@ class CeleryProcess:
                 f"{self.name}@%h",
                 "--without-gossip",
                 "--without-mingle",
+                # Every queue: one test worker does every kind of work, or a task would hang.
+                "--queues",
+                ALL_QUEUES_OPTION,
             ]
         else:
             command += ["--schedule", str(self.workdir / f"{self.name}-schedule")]

@@ -10,10 +10,26 @@ import socket
 import sys
 from pathlib import Path
 
-from gates.demo.world import COLD_RECOVERY
 from gates.models import Host, Organization, Profile
 from gates.specs import validation as specs
 from simhost.host.config import HOST_PRESETS
+from simhost.scenarios import SCENARIOS
+
+# The compact scenario's workload (simhost/scenarios.py): the calibrated cold recovery's shape at
+# a quarter of its tokens, so each of the suite's many arm runs takes a second or two.
+_COMPACT = SCENARIOS["offload-helps-compact"].bench
+COLD_RECOVERY = {
+    "dataset": "cold_recovery",
+    "prefix_len": _COMPACT["prefix_repetition_prefix_len"],
+    "suffix_len": _COMPACT["prefix_repetition_suffix_len"],
+    "output_len": _COMPACT["prefix_repetition_output_len"],
+    "num_prompts": _COMPACT["num_prompts"],
+    "num_prefixes": _COMPACT["prefix_repetition_num_prefixes"],
+    "seed": 7,
+}
+# simhost's timings come off its virtual clock (docs/simhost.md), so a short time scale changes
+# only how long a run takes on the wall, not what it reports.
+TEST_TIME_SCALE = 0.02
 
 
 def free_port() -> int:
@@ -26,8 +42,9 @@ def simhost_parameters(
     workdir: Path,
     *,
     preset: str = "h100x8-cpu512",
-    scenario: str = "offload-helps",
+    scenario: str = "offload-helps-compact",
     faults: dict | None = None,
+    time_scale: float = TEST_TIME_SCALE,
 ) -> dict:
     """Host parameters for the simhost profile, with its config and fault files written."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -42,6 +59,7 @@ def simhost_parameters(
         "sim_host_config": str(host_config),
         "sim_fault_file": str(fault_file),
         "sim_scenario": scenario,
+        "time_scale": time_scale,
     }
 
 
@@ -130,10 +148,13 @@ def g3_spec(
             "tiers": "all",
         },
         {
+            # the compact scenario's resident arm varies ~9 % run to run with the prompt order
+            # (which sessions VRAM keeps), offload ~3 %: +48 % measured, so 4 repetitions clear
+            # a 15 % bar and would not always clear the template's 29 %
             "metric": "output_throughput",
             "compare": "offload/baseline",
             "change": "gain",
-            "at_least_pct": 29,
+            "at_least_pct": 15,
             "tiers": "all",
         },
         {
@@ -150,11 +171,12 @@ def g3_spec(
 
 
 def _statistics_for_simhost(document: dict) -> None:
-    """These runs prove the pipeline on simhost, whose timings carry this machine's scheduling
-    noise rather than a stated one (the simhost issue): the power check and the spread rules,
-    which hold a product to its stated noise, would judge the machine instead."""
+    """These runs prove the pipeline on simhost in a few repetitions (4, not the template's
+    8-28 that reach its power): the power check and the spread and screen rules, calibrated for
+    the template's repetitions at its stated noise, are left out."""
     statistics = document["statistics"]
     statistics["require_power"] = False
     statistics.pop("sd_floor_fraction", None)
     statistics.pop("spread_level", None)
     statistics["outliers"].pop("screen_level", None)
+    statistics["outliers"].pop("step_level", None)

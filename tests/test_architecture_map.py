@@ -28,6 +28,7 @@ WRITERS = (
     "gates/services/",
     "gates/evidence/store.py",
     "gates/evidence/keys.py",
+    "gates/evidence/publication.py",
     "gates/models/",
     "gates/demo/world.py",
     "gates/admin.py",

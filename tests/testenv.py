@@ -26,6 +26,9 @@ TEST_ENVIRONMENT = {
     # Every test client comes from 127.0.0.1 and the cache outlives a test: the tests of the
     # limits set their own (tests/gates/api/test_rate_limits.py).
     "TOLLGATE_TOKEN_FAILURES_ALLOWED": "1000000",
+    # A PDF per decision is seconds of chart export and WeasyPrint on a worker that end-to-end
+    # tests share with their runs: rendered on first ask here; the stored-PDF tests turn it on.
+    "TOLLGATE_REPORT_PDF_AT_DECISION": "false",
     "TOLLGATE_VAR_DIR": os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"),
 }
 for _name, _value in TEST_ENVIRONMENT.items():

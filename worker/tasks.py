@@ -168,6 +168,21 @@ def clean_hosts() -> None:
             logger.info("host %s: cleanup of %s done", job.host_name, job.leftovers.run_dir)
 
 
+@shared_task(name="runners.prune_soaks")
+def prune_soaks() -> None:
+    """The janitor's retention: the planner's finished TTFT bands past their keep (one
+    DELETE), then (docs/soak.md) the raw files of the windows that tell nothing, deleted from
+    soaks whose evidence is sealed, a chunk at a time within one task budget; a soak left
+    unfinished is taken up again by the next beat (each is claimed by id)."""
+    deadline = time.monotonic() + settings.TOLLGATE_TASK_BUDGET_S
+    services.ttft_bands_prune(keep_days=settings.TOLLGATE_PLANNER_BAND_KEEP_DAYS)
+    for run_id in services.soaks_to_prune():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        services.soak_prune(run_id=run_id, budget_s=left)
+
+
 @shared_task(name="runners.reap_stale_runs")
 def reap_stale_runs() -> None:
     for run_id in services.runs_stale(older_than_s=settings.TOLLGATE_RUN_STALE_AFTER_S):
@@ -210,6 +225,60 @@ def characterize_traces() -> None:
     """Poke every trace still waiting with no live claim (a lost poke, a killed worker)."""
     for trace_id in services.traces_to_characterize():
         characterize_trace.delay(trace_id)
+
+
+@shared_task(name="runners.render_report_pdf")
+def render_report_pdf(pdf_id: int) -> None:
+    """A decision's report PDF, rendered once; a redelivered poke finds it claimed or done."""
+    if services.report_pdf_claim(pdf_id):
+        # Imported here: the renderer loads WeasyPrint and its Pango libraries, which every
+        # worker process (and every importer of this module) would otherwise pay at start-up.
+        from gates.pages.report.page import stored_pdf_render
+
+        stored_pdf_render(pdf_id)
+
+
+@shared_task(name="runners.render_report_pdfs")
+def render_report_pdfs() -> None:
+    """Poke every report PDF still queued with no live claim (a lost poke, a killed worker)."""
+    for pdf_id in services.report_pdfs_to_render():
+        render_report_pdf.delay(pdf_id)
+
+
+@shared_task(name="runners.render_library_pdf")
+def render_library_pdf(publication_id: int) -> None:
+    """A published report's public PDF, rendered once at approval; a redelivered poke (or a
+    reader who came first) finds it stored. No sweep: a lost poke leaves it to the first reader."""
+    from gates.pages.library.public import publication_pdf  # WeasyPrint: see render_report_pdf
+
+    publication_pdf(publication_id)
+
+
+@shared_task(name="runners.predict_run_ttft")
+def predict_run_ttft(run_id: int) -> None:
+    """A G3 run's predicted TTFT band, once; a second poke finds it recorded and does nothing."""
+    services.run_ttft_prediction_record(run_id=run_id)
+
+
+@shared_task(name="runners.predict_runs_ttft")
+def predict_runs_ttft() -> None:
+    """Poke every G3 run whose prediction a lost poke or a killed worker left unrecorded."""
+    for run_id in services.runs_to_predict():
+        predict_run_ttft.delay(run_id)
+
+
+@shared_task(name="runners.predict_planner_ttft")
+def predict_planner_ttft(prediction_id: int) -> None:
+    """The planner page's TTFT band, once; a redelivered poke finds it claimed or done."""
+    if services.ttft_band_claim(prediction_id):
+        services.ttft_band_compute(prediction_id)
+
+
+@shared_task(name="runners.predict_planner_ttfts")
+def predict_planner_ttfts() -> None:
+    """Poke every planner band still computing with no live claim."""
+    for prediction_id in services.ttft_bands_to_compute():
+        predict_planner_ttft.delay(prediction_id)
 
 
 @shared_task(name="runners.deliver_alert")
@@ -255,9 +324,11 @@ class HeartbeatScheduler(PersistentScheduler):
 
 @shared_task(name="runners.tick_soaks")
 def tick_soaks() -> None:
-    """Beat: poke one collector tick per soak that is due."""
+    """Beat: poke one collector tick per soak that is due and not poked already. The message
+    expires when the poke does: one that waited longer is dropped and the next sweep sends a
+    fresh one, so a lagging queue never holds two ticks for one soak."""
     for run_id in services.soaks_due():
-        tick_soak.delay(run_id)
+        tick_soak.apply_async((run_id,), expires=settings.TOLLGATE_SOAK_POKE_S)
 
 
 @shared_task(name="runners.tick_soak")

@@ -13,6 +13,7 @@ from gates.api.rest.idempotency import idempotent
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import Gate, GateSpec, PartyKey, SpecSignature
 from gates.selectors import gate_spec_in_force, gate_spec_proposed, spec_changes_from_force
+from gates.specs.words import change_words
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 DIGEST_PATTERN = r"^[0-9a-f]{64}$"
@@ -97,10 +98,19 @@ def spec_view(gate: Gate, spec: GateSpec) -> dict:
         signed = proposed.signed_parties
         data["proposed"] = {
             **SpecBriefSerializer(proposed).data,
-            "changes": [c.as_dict() for c in spec_changes_from_force(gate, proposed)],
+            "changes": _changes(gate, in_force, proposed),
             "awaiting": [party for party in ("vendor", "customer") if party not in signed],
         }
     return data
+
+
+def _changes(gate: Gate, in_force: GateSpec | None, proposed: GateSpec) -> list[dict]:
+    """Each change with its words beside the path: "Free disk, at least: 500 GiB → 1 GiB"."""
+    before = in_force.document if in_force else {}
+    return [
+        {**change.as_dict(), "words": str(change_words(change, before, proposed.document))}
+        for change in spec_changes_from_force(gate, proposed)
+    ]
 
 
 def _spec_response(gate: Gate, spec: GateSpec, http_status: int = status.HTTP_200_OK) -> Response:

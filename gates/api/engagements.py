@@ -9,6 +9,14 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.api.rest.idempotency import idempotent
+from gates.api.rest.pagination import (
+    PAGE_PARAMETERS,
+    choice_filter,
+    filters_of,
+    page_response,
+    page_schema,
+    slug_filter,
+)
 from gates.errors import NotAllowedError
 from gates.models import Engagement, Gate, Organization
 from gates.selectors import readout_is_current
@@ -55,11 +63,27 @@ class EngagementListApi(APIView):
         platform = serializers.CharField(required=False, allow_blank=True, default="")
         planned_start = serializers.DateField(required=False, allow_null=True, default=None)
 
-    @extend_schema(responses=EngagementSerializer(many=True))
+    class FilterSerializer(serializers.Serializer):
+        state = serializers.ChoiceField(Engagement.State.choices, required=False)
+        organization = serializers.SlugField(required=False)
+
+    @extend_schema(
+        operation_id="v1_engagements_list",
+        responses=page_schema("EngagementPage", EngagementSerializer),
+        parameters=[
+            *PAGE_PARAMETERS,
+            choice_filter("state", Engagement.State.values, "Only engagements in this state."),
+            slug_filter("organization", "Only this customer's (its slug)."),
+        ],
+    )
     def get(self, request):
         viewer = viewer_for_request(request)
-        engagements = visible(Engagement, viewer).select_related("organization")
-        return Response(EngagementSerializer(engagements.prefetch_related("gates"), many=True).data)
+        wanted = filters_of(request, self.FilterSerializer)
+        if "organization" in wanted:
+            wanted["organization__slug"] = wanted.pop("organization")
+        engagements = visible(Engagement, viewer).filter(**wanted).select_related("organization")
+        rows = engagements.prefetch_related("gates").order_by("-created_at", "-pk")
+        return page_response(request, self, rows, EngagementSerializer)
 
     @idempotent
     @extend_schema(request=InputSerializer, responses={201: EngagementSerializer})
@@ -91,7 +115,16 @@ class ClauseSerializer(serializers.Serializer):
     metric = serializers.CharField()
     tiers = serializers.JSONField()
     compare = serializers.CharField(allow_null=True, required=False)
-    change = serializers.CharField(allow_null=True, required=False)
+    change = serializers.CharField(
+        allow_null=True,
+        required=False,
+        help_text="G3: reduction, gain, ratio, or floor (a goodput floor on the arm `compare`)",
+    )
+    slo = serializers.CharField(
+        allow_null=True,
+        required=False,
+        help_text='A goodput clause\'s SLO in words: "TTFT ≤ 2 s and TPOT ≤ 50 ms"',
+    )
     threshold = serializers.FloatField(allow_null=True)
     unit = serializers.CharField(
         allow_null=True, help_text='What threshold and estimate are in: "%", "x", "GiB", ...'

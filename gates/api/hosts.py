@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.api.rest.idempotency import idempotent
+from gates.api.rest.pagination import PAGE_PARAMETERS, page_response, page_schema
 from gates.errors import NotAllowedError, NotFoundError
 from gates.models import Host, Organization, Profile
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
@@ -69,11 +70,15 @@ class HostListApi(APIView):
             child=serializers.CharField(max_length=200), required=False, default=dict
         )
 
-    @extend_schema(responses=HostSerializer(many=True))
+    @extend_schema(
+        operation_id="v1_hosts_list",
+        responses=page_schema("HostPage", HostSerializer),
+        parameters=PAGE_PARAMETERS,
+    )
     def get(self, request):
         viewer = _require_host_rights(request)
-        hosts = visible(Host, viewer).select_related("organization", "profile")
-        return Response(HostSerializer(hosts, many=True).data)
+        hosts = visible(Host, viewer).select_related("organization", "profile").order_by("pk")
+        return page_response(request, self, hosts, HostSerializer)
 
     @idempotent
     @extend_schema(request=InputSerializer, responses={201: HostSerializer})

@@ -9,9 +9,18 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.api.rest.idempotency import idempotent
+from gates.api.rest.pagination import (
+    PAGE_PARAMETERS,
+    choice_filter,
+    filters_of,
+    page_response,
+    page_schema,
+)
+from gates.api.soak import SoakSerializer
 from gates.errors import NotFoundError
 from gates.logtail import CHUNK_CHARS, TAIL_CHARS, log_after, log_tail
 from gates.models import Gate, Host, Measurement, Run, Soak, SoakSample
+from gates.selectors import run_predicted_ttft
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 SAMPLES_PAGE = 500
@@ -20,39 +29,6 @@ SAMPLES_PAGE = 500
 class ProgressSerializer(serializers.Serializer):
     done = serializers.IntegerField(source="progress_done")
     total = serializers.IntegerField(source="progress_total")
-
-
-class SoakSerializer(serializers.ModelSerializer):
-    """A soak's live state: its gaps, and the verdict so far, marked provisional."""
-
-    provisional = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Soak
-        fields = [
-            "state",
-            "compressed",
-            "generation",
-            "last_seq",
-            "started",
-            "deadline",
-            "extended_h",
-            "stop_reason",
-            "heartbeat_age_s",
-            "last_contact_at",
-            "unreachable_since",
-            "gaps",
-            "notes",
-            "health",
-            "agent_exit",
-            "provisional",
-        ]
-
-    def get_provisional(self, soak: Soak) -> dict | None:
-        if not soak.provisional:
-            return None
-        keep = ("verdict", "reasons", "clauses")
-        return {"provisional": True, **{key: soak.provisional.get(key) for key in keep}}
 
 
 class LogWindowSerializer(serializers.Serializer):
@@ -79,8 +55,37 @@ class RunSerializer(serializers.ModelSerializer):
         "verdict that tested something, or a run past its first look, canceled or not."
     )
 
+    # G3 under statistics.carry_repetitions: the inconclusive attempt it continues (its column,
+    # no query), how many repetitions it carries, and where its own repetitions' numbers start.
+    carried_from = serializers.IntegerField(
+        source="carried_from_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The run whose complete repetitions this G3 attempt carries "
+        "(statistics.carry_repetitions); null when it started afresh.",
+    )
+    carried_repetitions = serializers.IntegerField(
+        read_only=True,
+        min_value=0,
+        help_text="How many repetitions it carries from `carried_from` (and that run's own "
+        "carried chain); its decision is made on these and its own. 0 when it started afresh.",
+    )
+    first_repetition = serializers.IntegerField(
+        read_only=True,
+        min_value=1,
+        help_text="The number of its own first repetition: after every number the carried "
+        "chain used, so one numbering covers the union (1 when it started afresh).",
+    )
+
+    # G3: band per tier predicted when planned, beside the decision's measurement (inside?)
+    predicted_ttft_change = serializers.SerializerMethodField()
+
     def get_spent_attempt(self, run: Run) -> bool:
         return services.run_spent_attempt(run)
+
+    @extend_schema_field(serializers.JSONField(allow_null=True))
+    def get_predicted_ttft_change(self, run: Run) -> dict | None:
+        return run_predicted_ttft(run)
 
     @extend_schema_field(LogWindowSerializer)
     def get_log_tail(self, run: Run) -> dict:
@@ -117,7 +122,11 @@ class RunSerializer(serializers.ModelSerializer):
             "heartbeat_at",
             "cancel_requested_at",
             "cancel_reason",
+            "carried_from",
+            "carried_repetitions",
+            "first_repetition",
             "spent_attempt",
+            "predicted_ttft_change",
             "soak",
             "log_tail",
         ]
@@ -129,7 +138,9 @@ class RunListSerializer(RunSerializer):
 
     class Meta(RunSerializer.Meta):
         fields = [
-            name for name in RunSerializer.Meta.fields if name not in ("log_tail", "spent_attempt")
+            name
+            for name in RunSerializer.Meta.fields
+            if name not in ("log_tail", "spent_attempt", "predicted_ttft_change")
         ]
 
 
@@ -181,11 +192,24 @@ class GateRunsApi(APIView):
                 raise serializers.ValidationError({"host": "give a host, or upload: true"})
             return data
 
-    @extend_schema(responses=RunListSerializer(many=True))
+    class FilterSerializer(serializers.Serializer):
+        state = serializers.ChoiceField(Run.State.choices, required=False)
+        outcome = serializers.ChoiceField(Run.Outcome.choices, required=False)
+
+    @extend_schema(
+        operation_id="v1_gates_runs_list",
+        responses=page_schema("RunPage", RunListSerializer),
+        parameters=[
+            *PAGE_PARAMETERS,
+            choice_filter("state", Run.State.values, "Only runs in this state."),
+            choice_filter("outcome", Run.Outcome.values, "Only finished runs of this outcome."),
+        ],
+    )
     def get(self, request, pk: int):
         gate = get_visible_or_404(Gate, viewer_for_request(request), pk=pk)
-        runs = gate.runs.select_related("spec", "host", "soak").defer("log")
-        return Response(RunListSerializer(runs, many=True).data)
+        wanted = filters_of(request, self.FilterSerializer)
+        runs = gate.runs.filter(**wanted).select_related("spec", "host", "soak").defer("log")
+        return page_response(request, self, runs, RunListSerializer)
 
     @idempotent
     @extend_schema(request={"application/json": RUN_START_SCHEMA}, responses={202: RunSerializer})
@@ -251,6 +275,7 @@ def _log_offset(text: str | None) -> int | None:
 
 class RunCancelSerializer(serializers.Serializer):
     reason = serializers.CharField(
+        min_length=services.MIN_CANCEL_REASON_CHARS,
         max_length=500,
         help_text="Why the run is canceled (at least 10 characters); kept with the run and "
         "in the audit log.",
@@ -282,11 +307,17 @@ class MeasurementSerializer(serializers.ModelSerializer):
 
 
 class RunMeasurementsApi(APIView):
-    @extend_schema(responses=MeasurementSerializer(many=True))
+    @extend_schema(
+        operation_id="v1_runs_measurements_list",
+        responses=page_schema("MeasurementPage", MeasurementSerializer),
+        parameters=PAGE_PARAMETERS,
+    )
     def get(self, request, pk: int):
         run = get_visible_or_404(Run, viewer_for_request(request), pk=pk)
-        rows = run.measurements.select_related("artifact").order_by("repetition", "tier", "arm")
-        return Response(MeasurementSerializer(rows, many=True).data)
+        rows = run.measurements.select_related("artifact").order_by(
+            "repetition", "tier", "arm", "pk"
+        )
+        return page_response(request, self, rows, MeasurementSerializer)
 
 
 class SampleSerializer(serializers.ModelSerializer):

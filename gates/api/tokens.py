@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.api.rest.idempotency import idempotent
+from gates.api.rest.pagination import PAGE_PARAMETERS, page_response, page_schema
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import ApiToken, Engagement, Organization
 from gates.tenancy import Viewer, manageable_tokens, viewer_for_request, visible
@@ -59,12 +60,16 @@ class TokenListApi(APIView):
         engagement = serializers.IntegerField(required=False, allow_null=True, default=None)
         expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
-    @extend_schema(responses=TokenSerializer(many=True))
+    @extend_schema(
+        operation_id="v1_tokens_list",
+        responses=page_schema("TokenPage", TokenSerializer),
+        parameters=PAGE_PARAMETERS,
+    )
     def get(self, request):
         tokens = _manageable(viewer_for_request(request)).select_related(
             "organization", "created_by"
         )
-        return Response(TokenSerializer(tokens.order_by("-created_at"), many=True).data)
+        return page_response(request, self, tokens.order_by("-created_at", "-pk"), TokenSerializer)
 
     @idempotent(sealed=True)
     @extend_schema(request=InputSerializer, responses={201: NewTokenSerializer})

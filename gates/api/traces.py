@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from gates import selectors, services
 from gates.api.rest.idempotency import idempotent
+from gates.api.rest.pagination import PAGE_PARAMETERS, page_response, page_schema
 from gates.errors import NotAllowedError
 from gates.models import Engagement, WorkloadTrace
 from gates.tenancy import get_visible_or_404, viewer_for_request
@@ -71,12 +72,18 @@ class TierInputsSerializer(serializers.Serializer):
 class EngagementTracesApi(APIView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(responses={200: TraceBriefSerializer(many=True)})
+    @extend_schema(
+        operation_id="v1_engagements_traces_list",
+        responses={200: page_schema("TracePage", TraceBriefSerializer)},
+        parameters=PAGE_PARAMETERS,
+    )
     def get(self, request, pk: int):
         viewer = viewer_for_request(request)
         engagement = get_visible_or_404(Engagement, viewer, pk=pk)
         traces = engagement.traces.defer("content", "profile")
-        return Response([selectors.trace_brief(trace) for trace in traces])
+        return page_response(
+            request, self, traces, render=lambda page: [selectors.trace_brief(t) for t in page]
+        )
 
     @idempotent
     @extend_schema(request=TraceUploadSerializer, responses={201: TraceBriefSerializer})

@@ -7,6 +7,7 @@ from gates.api import (
     contract,
     engagements,
     evidence,
+    history,
     hosts,
     inventory,
     planner,
@@ -62,7 +63,10 @@ urlpatterns = [
     path(
         "gates/<int:pk>/statistics/", statistics.GateStatisticsApi.as_view(), name="gate-statistics"
     ),
+    path("gates/<int:pk>/history/", history.GateHistoryApi.as_view(), name="gate-history"),
+    path("history/", history.ClauseHistoryApi.as_view(), name="clause-history"),
     path("runs/<int:pk>/", runs.RunDetailApi.as_view(), name="run-detail"),
+    path("runs/<int:pk>/compare/<int:other>/", history.RunCompareApi.as_view(), name="run-compare"),
     path("runs/<int:pk>/cancel/", runs.RunCancelApi.as_view(), name="run-cancel"),
     path("runs/<int:pk>/evidence/", evidence.RunEvidenceApi.as_view(), name="run-evidence"),
     path("runs/<int:pk>/measurements/", runs.RunMeasurementsApi.as_view(), name="run-measurements"),

@@ -38,7 +38,7 @@ from gates.specs.schema import METRICS
 
 TIER_AXIS = {"type": "category", "categoryorder": "array", "autorange": "reversed"}
 ARM_ORDER = ("baseline", "offload", "recompute", "aa_a", "aa_b")
-CHANGE_UNITS = {"reduction": "%", "gain": "%", "ratio": "x"}
+CHANGE_UNITS = {"reduction": "%", "gain": "%", "ratio": "x", "floor": "%"}
 DEFAULT_METRICS = ("ttft_p50", "output_throughput")
 MAX_PLOTTED_METRICS = 4
 ROW_PX, PANEL_PX = 34, 86  # a panel's room for its title: two lines when wrapped

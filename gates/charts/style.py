@@ -14,7 +14,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 from gates import figures
+from gates.decisions.units import metric_unit
 from gates.specs.schema import METRICS
+from gates.specs.words import metric_name
 
 # Same colours as the page's verdict badges (gates.css); shapes too, for colour-blind readers.
 VERDICT_STYLES: dict[str, tuple[str, str]] = {
@@ -29,27 +31,17 @@ PASS_SHADE = {"fillcolor": "#1a7f37", "opacity": 0.08, "line_width": 0, "layer":
 FLOOR_SHADE = {"fillcolor": "#1a7f37", "opacity": 0.08, "layer": "below", "line_dash": "dash"}
 # Arms avoid green and red, which mean pass and fail on these pages.
 ARM_COLORS = ("#1f5fbf", "#e8710a", "#7b3fb5", "#128277", "#b5179e", "#5f6b7a")
-FAMILIES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "end-to-end latency"}
-THROUGHPUT_UNITS = {
-    "output_throughput": "tokens/s",
-    "total_token_throughput": "tokens/s",
-    "request_throughput": "requests/s",
-}
 FONT = {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 13}
 FRAME_PX = 130  # pixels around the plot area: title, legend, axes
 
 
 def metric_label(name: Any) -> str:
-    """'TTFT p50', 'output throughput': a metric name as a customer reads it."""
-    text = text_of(name)
-    family, _, stat = text.partition("_")
-    if family in FAMILIES and stat:
-        return f"{FAMILIES[family]} {stat}"
-    return text.replace("_", " ") or "metric"
+    """'TTFT p50', 'output throughput': a metric name as a customer reads it, markup escaped."""
+    return metric_name(text_of(name))
 
 
 def metric_axis_title(name: str) -> str:
-    unit = THROUGHPUT_UNITS.get(name) or ("ms" if name in METRICS else "")
+    unit = metric_unit(name) if name in METRICS else ""
     return f"{metric_label(name)}, {unit}" if unit else metric_label(name)
 
 

@@ -7,29 +7,37 @@ no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from documents.cell import Better, StatisticsApplied, ValidityApplied
-from documents.spec import ChangeKind, ClauseSpec, G3Spec
-from gates.specs.schema import METRICS
+from documents.spec import CellChange, ClauseSpec, G3Spec
+from gates.decisions.goodput import Slo
+from gates.specs.schema import GOODPUT, METRICS
 
 
 @dataclass(frozen=True)
 class Clause:
-    """One clause: metric(a)/metric(b) must change by at least `threshold` at each tier."""
+    """One clause: metric(a)/metric(b) must change by at least `threshold` at each tier; or,
+    a goodput floor (change "floor", a and b the same arm), arm a's share of requests within
+    `slo` must be at least `threshold` percent. A goodput clause compares shares within `slo`."""
 
     index: int
     metric: str
     a: str
     b: str
-    change: ChangeKind
+    change: CellChange
     threshold: float
     tiers: tuple[int, ...]
     claimed: float | None = None
+    slo: Slo | None = None
+
+    @property
+    def floor(self) -> bool:
+        return self.change == "floor"
 
     @property
     def compare(self) -> str:
-        return f"{self.a}/{self.b}"
+        return self.a if self.floor else f"{self.a}/{self.b}"
 
     @property
     def bound_ratio(self) -> float:
@@ -38,7 +46,7 @@ class Clause:
 
     @property
     def better(self) -> Better:
-        return METRICS[self.metric][2]
+        return "higher" if self.metric == GOODPUT else METRICS[self.metric][2]
 
 
 @dataclass(frozen=True)
@@ -62,17 +70,21 @@ class StatisticsRules:
     preemptions in one bench beyond which its repetition counts as disturbed; whether a
     clause's sd is pooled across its tiers where the data support it; the stated noise, the
     share of the reference noise that floors a cell's sd, the level of the spread test, and
-    the per-attempt level of the robust outlier screen."""
+    the per-attempt level of the robust outlier screen and the per-repetition level of the
+    within-repetition step check; whether an attempt after an inconclusive one carries its
+    repetitions."""
 
     attempts: int = 1
     sd_floor: float = 0.0
     max_reruns: int = 0
     max_preemptions: int | None = None
     pool_tiers: bool = False
+    carry_repetitions: bool = False
     noise_cv_pct: float | None = None
     sd_floor_fraction: float | None = None
     spread_level: float | None = None
     screen_level: float | None = None
+    step_level: float | None = None
 
     def as_document(self) -> StatisticsApplied:
         return {
@@ -81,9 +93,11 @@ class StatisticsRules:
             "max_reruns": self.max_reruns,
             "max_preemptions": self.max_preemptions,
             "pool_tiers": self.pool_tiers,
+            "carry_repetitions": self.carry_repetitions,
             "sd_floor_fraction": self.sd_floor_fraction,
             "spread_level": self.spread_level,
             "screen_level": self.screen_level,
+            "step_level": self.step_level,
         }
 
 
@@ -126,6 +140,13 @@ def parse_g3_spec(spec: G3Spec) -> G3Terms:
     )
 
 
+def log_ratio_terms(parsed: G3Terms) -> G3Terms:
+    """The terms without goodput floors: what the operating characteristic simulates. A floor's
+    noise is its shares' binomial spread over the requests, not the log-ratio noise the OC is
+    given, so its rows would be made up; the simulated family is the log-ratio cells only."""
+    return replace(parsed, clauses=tuple(clause for clause in parsed.clauses if not clause.floor))
+
+
 def parse_statistics(spec: G3Spec) -> StatisticsRules:
     """The spec's statistics rules; a spec written before them keeps per-attempt control."""
     rules = spec.get("statistics") or {}
@@ -136,10 +157,12 @@ def parse_statistics(spec: G3Spec) -> StatisticsRules:
         max_reruns=outliers["max_reruns"] if outliers else 0,
         max_preemptions=outliers.get("max_preemptions") if outliers else None,
         pool_tiers=bool(rules.get("pool_tiers", False)),
+        carry_repetitions=bool(rules.get("carry_repetitions", False)),
         noise_cv_pct=_optional_float(rules.get("noise_cv_pct")),
         sd_floor_fraction=_optional_float(rules.get("sd_floor_fraction")),
         spread_level=_optional_float(rules.get("spread_level")),
         screen_level=_optional_float(outliers.get("screen_level")) if outliers else None,
+        step_level=_optional_float(outliers.get("step_level")) if outliers else None,
     )
 
 
@@ -148,36 +171,47 @@ def _optional_float(value: float | None) -> float | None:
 
 
 def _clause(item: ClauseSpec, index: int, tiers: tuple[int, ...]) -> Clause:
-    a, b = item["compare"].split("/")
-    ratio = item["change"] == "ratio"
-    threshold = item["at_least"] if ratio else item["at_least_pct"]
     chosen = tiers if item["tiers"] == "all" else tuple(item["tiers"])
+    slo = Slo.from_spec(item["slo"]) if "slo" in item else None
+    if "arm" in item:  # a goodput floor: validation required its at_least_pct
+        arm = item["arm"]
+        return Clause(
+            index, item["metric"], arm, arm, "floor", float(item["at_least_pct"]), chosen, slo=slo
+        )
+    a, b = item["compare"].split("/")
+    change = item["change"]
+    ratio = change == "ratio"
+    threshold = item["at_least"] if ratio else item["at_least_pct"]
     claimed = item.get("claimed") if ratio else item.get("claimed_pct")
     return Clause(
         index,
         item["metric"],
         a,
         b,
-        item["change"],
+        change,
         float(threshold),
         chosen,
         None if claimed is None else float(claimed),
+        slo,
     )
 
 
-def change_to_ratio(change: ChangeKind, value: float) -> float:
-    """A change in clause units (reduction %, gain %, ratio x) as the ratio A/B."""
+def change_to_ratio(change: CellChange, value: float) -> float:
+    """A change in clause units (reduction %, gain %, ratio x) as the ratio A/B; a floor's
+    percent as the share it bars."""
     if change == "reduction":
         return 1 - value / 100
     if change == "gain":
         return 1 + value / 100
+    if change == "floor":
+        return value / 100
     return value
 
 
-def ratio_to_change(change: ChangeKind, ratio: float) -> float:
+def ratio_to_change(change: CellChange, ratio: float) -> float:
     """The ratio A/B in clause units; the inverse of change_to_ratio."""
     if change == "reduction":
         return (1 - ratio) * 100
-    if change == "gain":
-        return (ratio - 1) * 100
+    if change in ("gain", "floor"):
+        return (ratio - 1) * 100 if change == "gain" else ratio * 100
     return ratio

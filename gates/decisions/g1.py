@@ -97,7 +97,7 @@ def _parse_facts(facts: Any) -> G1Facts:
     for key in ("gpu_inventory", "offload_tier"):
         if facts.get(key) is not None and not isinstance(facts[key], dict):
             raise EvidenceError(f"facts.{key}", "must be an object or null")
-    for key in ("vllm_version", "kernel"):
+    for key in ("vllm_version", "engine_version", "kernel"):
         if facts.get(key) is not None and not isinstance(facts[key], str):
             raise EvidenceError(f"facts.{key}", "must be a string or null")
     for key in ("host_memory_bytes", "free_disk_bytes"):
@@ -109,6 +109,7 @@ def _parse_facts(facts: Any) -> G1Facts:
     return {
         "gpu_inventory": facts.get("gpu_inventory"),
         "vllm_version": facts.get("vllm_version"),
+        "engine_version": facts.get("engine_version") or facts.get("vllm_version"),
         "host_memory_bytes": facts.get("host_memory_bytes"),
         "free_disk_bytes": facts.get("free_disk_bytes"),
         "kernel": facts.get("kernel"),
@@ -180,7 +181,7 @@ def _check_gpu_memory(expect: Expect, observed: G1Facts) -> G1Check | None:
     )
 
 
-VersionKey = Literal["driver_min", "cuda_min", "rocm_min", "vllm_min"]
+VersionKey = Literal["driver_min", "cuda_min", "rocm_min", "vllm_min", "engine_min"]
 
 
 def _version_check(check: str, key: VersionKey, fact: Callable[[G1Facts], Any]) -> _Check:
@@ -191,6 +192,10 @@ def _version_check(check: str, key: VersionKey, fact: Callable[[G1Facts], Any]) 
         have = fact(observed)
         have = have if isinstance(have, str) else None
         ok = version_at_least(have, want)
+        if ok is None and key == "vllm_min" and observed["engine_version"] is not None:
+            engine = observed["engine_version"]
+            cause = f"the host's engine is not vLLM (version {engine}); expect.engine_min applies"
+            return _row(check, want, None, None, cause)
         if ok is None:
             return _row(check, want, have, None, f"no readable version observed ({have!r})")
         return _row(check, want, have, ok, f"observed {have}, minimum {want}")
@@ -264,6 +269,7 @@ _CHECKS: tuple[_Check, ...] = (
     _version_check("cuda_min", "cuda_min", _inventory_fact("cuda_version")),
     _version_check("rocm_min", "rocm_min", _inventory_fact("rocm_version")),
     _version_check("vllm_min", "vllm_min", lambda observed: observed["vllm_version"]),
+    _version_check("engine_min", "engine_min", lambda observed: observed["engine_version"]),
     _minimum_check("host_memory_min_gib", "host_memory_min_gib", "host_memory_bytes", GIB, "GiB"),
     _check_offload,
     _minimum_check("free_disk_min_gib", "free_disk_min_gib", "free_disk_bytes", GIB, "GiB"),

@@ -29,6 +29,15 @@ from gates.decisions.validity import EvidenceError, read_count
 # The G2 spec has no confidence field; the A/A interval uses this unless noise_floor gives one.
 DEFAULT_NOISE_CONFIDENCE = 0.90
 
+# Each check's measured number and the bar it is held to, by their keys in the check's row: what
+# a reader tracks across attempts (gates.history draws them).
+CHECK_NUMBERS: dict[str, tuple[str, str]] = {
+    "health": ("seconds", "timeout_s"),
+    "equivalence": ("mismatch_pct", "max_mismatch_pct"),
+    "offload_hit": ("external_hit_rate", "min_external_hit_rate"),
+    "noise_floor": ("noise_pct", "max_noise_pct"),
+}
+
 
 def decide_g2(spec: G2Spec, observed: Any) -> G2Decision:
     """The G2 verdict: invalid if an A/A run broke validity, fail if any check fails,

@@ -1,4 +1,5 @@
-"""G3 performance: every clause at every tier as a paired log-ratio interval against its bar,
+"""G3 performance: every clause at every tier as a paired log-ratio interval against its bar (a
+goodput floor: one arm's share of requests within the SLO against its bar, cells/floors.py),
 the validity checks before any clause, the error budget of the attempt, and the re-run plan.
 Pure: a typed spec and plain measurements in, a typed decision out; no Django, no I/O.
 """
@@ -10,15 +11,23 @@ from typing import Any
 
 import numpy as np
 
-from documents.cell import CellHead, G3Cell, G3Context, NextStep, Pair, ValidityCheck
+from documents.cell import (
+    G3Cell,
+    G3Context,
+    NextStep,
+    Pair,
+    ShareRepetition,
+    ValidityCheck,
+)
 from documents.decision import G3Decision, Verdict
 from documents.spec import G3Spec
-from gates.decisions import readout
+from gates.decisions.cells import build as cells
+from gates.decisions.cells import floors
 from gates.decisions.clauses import Clause, G3Terms, parse_g3_spec
+from gates.decisions.goodput import BenchShare
 from gates.decisions.numbers import finite_float, is_number, metric_value
+from gates.decisions.statistics.budget import attempt_plan
 from gates.decisions.statistics.inference import (
-    VERDICT_NAMES,
-    LookOutcome,
     SequentialPlan,
     clause_margins,
     decide_cells,
@@ -29,6 +38,7 @@ from gates.decisions.statistics.outliers import (
     set_aside_notes,
 )
 from gates.decisions.statistics.spread import reference_noise, sd_floor, spread_check
+from gates.decisions.statistics.steps import step_checks
 from gates.decisions.validity import (
     EvidenceError,
     Measurement,
@@ -55,14 +65,10 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
     # Cells on an arm this host cannot run are not judged, so they are not in the family the
     # fail side is corrected over either.
     judged = [(clause, tier) for clause, tier in keys if not _missing_role(clause, unavailable)]
-    plan = SequentialPlan(
-        parsed.min_repetitions,
-        parsed.max_repetitions,
-        parsed.confidence,
-        attempts=parsed.statistics.attempts,
-        cells=max(1, len(judged)),
-    )
+    plan = attempt_plan(parsed, max(1, len(judged)), _carried(parsed, facts))
     checks += _screen(parsed, judged, items, facts)
+    found_steps, untested = _steps(parsed, items)
+    checks += found_steps
     aside = set_aside_disturbed(checks, parsed.statistics.max_reruns)
     kept = [item for item in items if item.repetition not in aside]
     floors, pool = _sd_floors(parsed, judged, facts), parsed.statistics.pool_tiers
@@ -86,7 +92,10 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
         "spec_version": parsed.version,
         "verdict": verdict,
         "reasons": reasons,
-        "notes": summarize_unknowns(checks) + set_aside_notes(aside) + _dropped_notes(cells),
+        "notes": summarize_unknowns(checks)
+        + untested
+        + set_aside_notes(aside)
+        + _dropped_notes(cells),
         "clauses": cells,
         "validity": checks,
         "set_aside": [{"repetition": rep, "reasons": why} for rep, why in aside.items()],
@@ -102,6 +111,15 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
             "repetitions_seen": sorted({item.repetition for item in items}),
         },
     }
+
+
+def _carried(parsed: G3Terms, facts: G3Context) -> int:
+    carried = facts.get("carried_repetitions", 0)
+    if carried and not parsed.statistics.carry_repetitions:
+        raise EvidenceError(
+            "context.carried_repetitions", "the spec does not carry repetitions between attempts"
+        )
+    return carried
 
 
 def _attempts_spent(parsed: G3Terms, facts: G3Context) -> str | None:
@@ -123,32 +141,9 @@ def _not_evaluated(clause: Clause, tier: int, unavailable: dict[str, str]) -> G3
     role = _missing_role(clause, unavailable)
     if role is None:
         return None
-    cause = f"not evaluated: the {role} arm {unavailable[role]}"
-    return {
-        "clause": clause.index,
-        "metric": clause.metric,
-        "compare": clause.compare,
-        "change": clause.change,
-        "tier": tier,
-        "threshold": clause.threshold,
-        "better": clause.better,
-        "pairs": [],
-        "dropped": [],
-        "sd_floor": None,
-        "repetitions_shown": "",
-        "estimate": None,
-        "low": None,
-        "high": None,
-        "n": 0,
-        "look": None,
-        "confidence_at_look": None,
-        "shown": {"estimate": None, "interval": None, "look": cause},
-        "ratio": {"estimate": None, "low": None, "high": None, "bound": clause.bound_ratio},
-        "log_ratio": {"mean": None, "sd": None, "t_quantile": None},
-        "verdict": "inconclusive",
-        "not_evaluated": True,
-        "cause": cause,
-    }
+    return cells.not_evaluated_cell(
+        clause, tier, role, f"not evaluated: the {role} arm {unavailable[role]}"
+    )
 
 
 def _sd_floors(parsed: G3Terms, keys: list[tuple[Clause, int]], facts: G3Context) -> np.ndarray:
@@ -164,7 +159,7 @@ def _screen(
     if level is None:
         return []
     cells = []
-    for clause, tier in judged:
+    for clause, tier in _ratio_cells(judged):
         pairs, _ = _pairs(clause, tier, items, parsed.max_repetitions)
         cells.append(
             (
@@ -178,6 +173,30 @@ def _screen(
     return screen_checks(cells, level)
 
 
+def _steps(parsed: G3Terms, items: list[Measurement]) -> tuple[list[ValidityCheck], list[str]]:
+    """With `statistics.outliers.step_level`: each bench's TTFTs in send order, tested for a
+    level shift; a bench whose file has no per-request TTFTs is named, never guessed at."""
+    level = parsed.statistics.step_level
+    if level is None:
+        return [], []
+    benches = [
+        (item.arm, item.tier, item.repetition, _request_ttfts(item))
+        for item in items
+        if item.arm in parsed.arms
+    ]
+    return step_checks(benches, level)
+
+
+def _request_ttfts(item: Measurement) -> list[float | None] | None:
+    """The bench's per-request TTFTs in the order the requests were sent (vllm-bench's arrays
+    follow its send order; a replay's are sorted by send time), or None where it kept none."""
+    requests = item.metrics.get("per_request")
+    values = requests.get("ttft_ms") if isinstance(requests, dict) else None
+    if not isinstance(values, list):
+        return None
+    return [finite_float(v) if is_number(v) else None for v in values]
+
+
 def _spread_checks(
     parsed: G3Terms, judged: list[tuple[Clause, int]], cells: list[G3Cell], facts: G3Context
 ) -> list[ValidityCheck]:
@@ -187,7 +206,7 @@ def _spread_checks(
         return []
     by_key = {(cell["clause"], cell["tier"]): cell for cell in cells}
     found = []
-    for clause, tier in judged:
+    for clause, tier in _ratio_cells(judged):
         logs = [pair["log_ratio"] for pair in by_key[(clause.index, tier)]["pairs"]]
         reference = reference_noise(parsed, clause, facts["noise_floor"])
         check = spread_check(clause, tier, logs, reference, level)
@@ -196,60 +215,57 @@ def _spread_checks(
     return found
 
 
+def _ratio_cells(keys: list[tuple[Clause, int]]) -> list[tuple[Clause, int]]:
+    """The cells of log-ratios: a goodput floor's spread is a share's, not a ratio's noise."""
+    return [(clause, tier) for clause, tier in keys if not clause.floor]
+
+
 def _decide_cells(
     keys: list[tuple[Clause, int]],
     items: list[Measurement],
     plan: SequentialPlan,
-    floors: np.ndarray,
+    floors_at: np.ndarray,
     *,
     pool_tiers: bool = False,
 ) -> list[G3Cell]:
-    found = [_pairs(clause, tier, items, plan.max_repetitions) for clause, tier in keys]
-    counts = np.array([len(pairs) for pairs, _ in found])
+    found = [_repetitions(clause, tier, items, plan.max_repetitions) for clause, tier in keys]
+    counts = np.array([len(pairs) + len(shares) for pairs, shares, _ in found])
     margins = np.full((1, len(keys), plan.max_repetitions), np.nan)
-    for row, ((clause, _), (pairs, _)) in enumerate(zip(keys, found, strict=True)):
+    sd_floors = np.array(floors_at, dtype=float)
+    for row, ((clause, _), (pairs, shares, _)) in enumerate(zip(keys, found, strict=True)):
+        if clause.floor:
+            # A floor's sd floor is its shares' binomial noise, not the spec's for log-ratios.
+            margins[0, row, : len(shares)] = floors.floor_margins(clause, shares)
+            sd_floors[row] = floors.floor_sd(clause, shares)
+            continue
         logs = np.array([pair["log_ratio"] for pair in pairs])
         margins[0, row, : len(pairs)] = clause_margins(logs, clause.change, clause.bound_ratio)
-    # The tiers of one clause may share a pooled sd; the spec says whether they may.
-    groups = np.array([clause.index for clause, _ in keys]) if pool_tiers else None
-    outcome = decide_cells(margins, plan, sd_floor=floors, counts=counts, groups=groups)
+    # The tiers of one clause may share a pooled sd; the spec says whether they may (a floor's
+    # tiers hold different shares, so never: -1 pools with nothing).
+    groups = (
+        np.array([-1 if clause.floor else clause.index for clause, _ in keys])
+        if pool_tiers
+        else None
+    )
+    outcome = decide_cells(margins, plan, sd_floor=sd_floors, counts=counts, groups=groups)
     return [
-        _cell(clause, tier, pairs, dropped, plan, outcome, row, floors[row])
-        for row, ((clause, tier), (pairs, dropped)) in enumerate(zip(keys, found, strict=True))
+        cells.floor_cell(clause, tier, shares, dropped, plan, outcome, row, sd_floors[row])
+        if clause.floor
+        else cells.ratio_cell(clause, tier, pairs, dropped, plan, outcome, row, sd_floors[row])
+        for row, ((clause, tier), (pairs, shares, dropped)) in enumerate(
+            zip(keys, found, strict=True)
+        )
     ]
 
 
-def _cell(
-    clause: Clause,
-    tier: int,
-    pairs: list[Pair],
-    dropped: list[str],
-    plan: SequentialPlan,
-    outcome: LookOutcome,
-    row: int,
-    floor: float,
-) -> G3Cell:
-    cell: CellHead = {
-        "clause": clause.index,
-        "metric": clause.metric,
-        "compare": clause.compare,
-        "change": clause.change,
-        "tier": tier,
-        "threshold": clause.threshold,
-        "better": clause.better,
-        "pairs": pairs,
-        "dropped": dropped,
-        "sd_floor": float(floor),
-        "repetitions_shown": readout.repetitions_text(pairs),
-    }
-    index = int(outcome.look[0, row])
-    if index < 0:
-        early, cause = readout.before_first_look(clause, pairs, plan)
-        return {**cell, **early, "verdict": "inconclusive", "cause": cause}
-    numbers = readout.at_look(clause, outcome, row, index, plan)
-    verdict = VERDICT_NAMES[int(outcome.verdict[0, row])]
-    cause = readout.cell_cause(verdict, clause, numbers, plan, len(pairs), outcome, row)
-    return {**cell, **numbers, "verdict": verdict, "cause": cause}
+def _repetitions(
+    clause: Clause, tier: int, items: list[Measurement], budget: int
+) -> tuple[list[Pair], list[ShareRepetition], list[str]]:
+    if clause.floor:
+        shares, dropped = floors.floor_shares(clause, tier, items, budget)
+        return [], shares, dropped
+    pairs, dropped = _pairs(clause, tier, items, budget)
+    return pairs, [], dropped
 
 
 def _pairs(
@@ -265,12 +281,13 @@ def _pairs(
             absent = clause.a if first is None else clause.b
             dropped.append(f"repetition {rep}: no measurement of arm {absent}")
             continue
-        a, b = _metric(first, clause.metric), _metric(second, clause.metric)
+        a, b = _metric(first, clause), _metric(second, clause)
         if a is None or b is None:
             bad = first if a is None else second
             dropped.append(
                 f"repetition {rep}: {clause.metric} of arm {bad.arm} is missing or not a "
                 "positive finite number"
+                + (" (no per-request numbers, or no request within the SLO)" if clause.slo else "")
             )
             continue
         # log(a) - log(b), not log(a / b): the quotient of extreme values can overflow.
@@ -282,7 +299,11 @@ def _pairs(
     return pairs[:budget], dropped
 
 
-def _metric(item: Measurement, name: str) -> float | None:
+def _metric(item: Measurement, clause: Clause) -> float | None:
+    if clause.slo is not None:  # goodput compared between arms: each arm's share of requests
+        found = floors.bench_share(item, clause)
+        return found.share if isinstance(found, BenchShare) and found.met > 0 else None
+    name = clause.metric
     value = metric_value(item.metrics, name)
     if value is None:
         return None
@@ -293,7 +314,15 @@ def _metric(item: Measurement, name: str) -> float | None:
 
 
 def _describe(cell: G3Cell) -> str:
-    return f"{cell['metric']} {cell['compare']} {cell['change']} at tier {cell['tier']}"
+    slo = f" within {cell['slo']['text']}" if "slo" in cell else ""
+    if cell["change"] == "floor":
+        return f"goodput{slo} of {cell['compare']} (floor) at tier {cell['tier']}"
+    return f"{cell['metric']}{slo} {cell['compare']} {cell['change']} at tier {cell['tier']}"
+
+
+def _repetitions_used(cell: G3Cell) -> int:
+    """The repetitions a cell was decided on: its pairs, or a goodput floor's shares."""
+    return len(cell["goodput"]["shares"]) if "goodput" in cell else len(cell["pairs"])
 
 
 def _dropped_notes(cells: list[G3Cell]) -> list[str]:
@@ -332,11 +361,11 @@ def _next_step(
     # A repetition set aside by the outlier rule is replaced, so it does not use the budget.
     room = plan.max_repetitions + reruns - done
     needs = [
-        upcoming - len(cell["pairs"])
+        upcoming - _repetitions_used(cell)
         for cell in cells
         if cell["verdict"] == "inconclusive"
         and not cell.get("not_evaluated")
-        and (upcoming := plan.next_look(len(cell["pairs"]))) is not None
+        and (upcoming := plan.next_look(_repetitions_used(cell))) is not None
     ]
     if room > 0 and not needs:
         why = "the undecided clause cells cannot be evaluated on this host; more runs cannot help"

@@ -5,11 +5,9 @@ windows in, a typed decision out; imports no Django.
 
 from __future__ import annotations
 
-import math
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
-import ruptures
 from scipy import stats
 
 from documents.cell import RowVerdict
@@ -22,25 +20,64 @@ from documents.decision import (
     G4Span,
 )
 from documents.spec import G4Spec
+from gates.decisions.changepoints import MIN_SEGMENT_WINDOWS, change_points
+from gates.decisions.g4_summary import (
+    HIT_FLOOR,
+    MAX_SLOPE_SAMPLES,
+    G4Summary,
+    NeedsEveryWindow,
+    Point,
+    memory_points,
+    observed_seconds,
+    series_points,
+    summary_empty,
+    summary_fold,
+    summary_start,
+)
+from gates.decisions.validity import read_count
 from gates.decisions.windows import Window, parse_span, parse_windows
 
-# A shift must last this many windows to count as a change point rather than a blip.
-MIN_SEGMENT_WINDOWS = 3
 MEMORY_CONFIDENCE = 0.90
-MAX_SLOPE_SAMPLES = 1000
-MAX_CPD_POINTS = 2000
-NOISE_FLOOR = 0.005  # relative to the median level
-# Below this external hit rate a window did not use the offload tier.
-HIT_FLOOR = 0.01
 MIB = 2**20
 
 
 def decide_g4(spec: G4Spec, windows: Any, context: Any = None) -> G4Decision:
-    """The G4 verdict over soak windows; context may give {"started_at", "ended_at"} (unix s)."""
-    limits = _limits(spec)
+    """The G4 verdict over soak windows; context may give {"started_at", "ended_at"} (unix s)
+    and the summary's {"block", "memory_stride"} the soak was collected with (default: from
+    the spec). Folds every window into a fresh summary and decides from it, exactly as the
+    collector does one tick at a time (decide_g4_summary)."""
     items = parse_windows(windows)
-    started, ended = parse_span(context, items)
-    if not items:
+    summary = _summary_for(spec, context)
+    points = summary_fold(summary, items)
+    return decide_g4_summary(spec, summary, points, context, windows=items)
+
+
+def _summary_for(spec: G4Spec, context: Any) -> G4Summary:
+    planned = summary_start(spec)
+    if not isinstance(context, dict):
+        return planned
+    block = read_count(context, "block", "context")
+    stride = read_count(context, "memory_stride", "context")
+    return summary_empty(
+        block=int(block) if block is not None else planned["block"],
+        memory_stride=int(stride) if stride is not None else planned["memory_stride"],
+    )
+
+
+def decide_g4_summary(
+    spec: G4Spec,
+    summary: G4Summary,
+    points: list[Point],
+    context: Any = None,
+    *,
+    windows: list[Window] | None = None,
+) -> G4Decision:
+    """The G4 verdict from a soak's summary and its points. Raises NeedsEveryWindow when the
+    span clips observed time the summary no longer holds piece by piece and `windows` (every
+    window, in seq order) was not given."""
+    limits = _limits(spec, summary)
+    started, ended = parse_span(context, summary["span_low"], summary["span_high"])
+    if not summary["windows"]:
         return _result(spec, limits, "inconclusive", ["no soak windows were collected"], [], None)
     span: G4Span = {
         "started_at": started,
@@ -50,20 +87,30 @@ def decide_g4(spec: G4Spec, windows: Any, context: Any = None) -> G4Decision:
     }
     finished = ended >= started + limits["duration_s"] - limits["window_s"]
     rows = [
-        _crash_row(items, limits["max_crashes"]),
-        _error_row(items, limits["max_error_rate_pct"]),
+        _crash_row(summary["crashed"], limits["max_crashes"]),
+        _error_row(summary, limits["max_error_rate_pct"]),
         _level_row(
-            "throughput_drift", items, "output_throughput", -1, limits["max_throughput_drift_pct"]
+            "throughput_drift",
+            summary,
+            series_points(summary, points, "output_throughput"),
+            -1,
+            limits["max_throughput_drift_pct"],
         ),
-        _level_row("ttft_p99_change", items, "ttft_p99_ms", 1, limits["max_ttft_p99_change_pct"]),
-        _memory_row(items, limits["max_memory_growth_mib_per_h"]),
-        _unobserved_row(items, span, limits["max_unobserved_pct"]),
+        _level_row(
+            "ttft_p99_change",
+            summary,
+            series_points(summary, points, "ttft_p99_ms"),
+            1,
+            limits["max_ttft_p99_change_pct"],
+        ),
+        _memory_row(memory_points(summary, points), limits["max_memory_growth_mib_per_h"]),
+        _unobserved_row(summary, windows, span, limits["max_unobserved_pct"]),
     ]
-    hits = _hit_row(items)
+    hits = _hit_row(summary, series_points(summary, points, "external_hit_rate"))
     if hits is not None:
         rows.append(hits)
     if not finished:
-        _mark_unfinished(rows, span, len(items), limits["window_s"])
+        _mark_unfinished(rows, span, summary["windows"], limits["window_s"])
     verdict = _combine([row["verdict"] for row in rows])
     reasons = [f"{row['check']}: {row['cause']}" for row in rows if row["verdict"] == verdict]
     return _result(spec, limits, verdict, reasons, rows, span)
@@ -135,32 +182,27 @@ class _HitSummary(TypedDict):
     windows: int
 
 
-def _hit_row(items: list[Window]) -> G4Check | None:
+def _hit_row(summary: G4Summary, blocks: list[Point]) -> G4Check | None:
     """The offload tier's external hit rate per window: a tier that stops being hit (the last
     windows at ~0 after earlier hits) is a product finding; one never hit means the soak never
-    exercised offload. None when no window reports a hit rate (e.g. uploaded windows)."""
-    series = [
-        (item["seq"], item["start"], rate)
-        for item in items
-        if (rate := item["external_hit_rate"]) is not None
-    ]
-    if not series:
+    exercised offload. None when no window reports a hit rate (e.g. uploaded windows). The
+    median is that of the blocks' medians (of the windows themselves for soaks of up to
+    MAX_CPD_POINTS planned windows)."""
+    hits = summary["hits"]
+    if not hits["count"] or hits["low"] is None or hits["high"] is None:
         return None
-    rates = [rate for _, _, rate in series]
-    summary: _HitSummary = {
-        "min": min(rates),
-        "median": float(np.median(rates)),
-        "windows": len(rates),
+    stats_: _HitSummary = {
+        "min": hits["low"],
+        "median": float(np.median([point.value for point in blocks])),
+        "windows": hits["count"],
     }
-    if max(rates) < HIT_FLOOR:
-        cause = f"the offload tier was never hit in {len(rates)} window(s)"
-        return _row("offload_hits", "invalid", max(rates), HIT_FLOOR, cause, **summary)
-    tail = 0
-    while tail < len(series) and series[-1 - tail][2] < HIT_FLOOR:
-        tail += 1
-    if tail >= MIN_SEGMENT_WINDOWS:
-        seq, start, _ = series[-tail]
-        hour = (start - series[0][1]) / 3600
+    if hits["high"] < HIT_FLOOR:
+        cause = f"the offload tier was never hit in {hits['count']} window(s)"
+        return _row("offload_hits", "invalid", hits["high"], HIT_FLOOR, cause, **stats_)
+    if hits["tail"] >= MIN_SEGMENT_WINDOWS:
+        seq, start = hits["tail_seq"], hits["tail_start"]
+        assert seq is not None and start is not None and hits["first_start"] is not None
+        hour = (start - hits["first_start"]) / 3600
         cause = (
             f"the offload tier stopped being hit at hour {hour:.2f} (window {seq}) and stayed so"
         )
@@ -172,10 +214,10 @@ def _hit_row(items: list[Window]) -> G4Check | None:
             cause,
             stopped_seq=seq,
             stopped_hour=hour,
-            **summary,
+            **stats_,
         )
-    cause = f"external hit rate median {summary['median']:.3f}, lowest {summary['min']:.3f}"
-    return _row("offload_hits", "pass", summary["median"], HIT_FLOOR, cause, **summary)
+    cause = f"external hit rate median {stats_['median']:.3f}, lowest {stats_['min']:.3f}"
+    return _row("offload_hits", "pass", stats_["median"], HIT_FLOOR, cause, **stats_)
 
 
 def _row(
@@ -196,8 +238,7 @@ def _row(
     }
 
 
-def _crash_row(items: list[Window], limit: int) -> G4Check:
-    crashed = [item["seq"] for item in items if item["crashed"]]
+def _crash_row(crashed: list[int], limit: int) -> G4Check:
     verdict: RowVerdict = "fail" if len(crashed) > limit else "pass"
     return _row(
         "crashes",
@@ -205,13 +246,12 @@ def _crash_row(items: list[Window], limit: int) -> G4Check:
         len(crashed),
         limit,
         f"{len(crashed)} crash(es) (limit {limit})",
-        crashed_windows=crashed,
+        crashed_windows=list(crashed),
     )
 
 
-def _error_row(items: list[Window], limit: float) -> G4Check:
-    completed = sum(item["completed"] or 0 for item in items)
-    failed = sum(item["failed"] or 0 for item in items)
+def _error_row(summary: G4Summary, limit: float) -> G4Check:
+    completed, failed = summary["completed"], summary["failed"]
     if completed + failed == 0:
         return _row("error_rate", "inconclusive", None, limit, "no requests were counted")
     rate = 100 * failed / (completed + failed)
@@ -229,34 +269,31 @@ def _error_row(items: list[Window], limit: float) -> G4Check:
 
 def _level_row(
     check: str,
-    items: list[Window],
-    key: Literal["output_throughput", "ttft_p99_ms"],
+    summary: G4Summary,
+    blocks: list[Point],
     worse: int,
     limit: float,
 ) -> G4Check:
     """Worst later segment level against the first segment, in percent; `worse` is the sign
-    of a harmful change (-1: a drop in throughput hurts, +1: a rise in latency hurts)."""
-    series = [
-        (item["seq"], value)
-        for item in items
-        if not item["crashed"] and (value := item[key]) is not None
-    ]
-    if len(series) < 2:
-        return _row(check, "inconclusive", None, limit, f"{len(series)} usable window(s) of {key}")
-    values = np.array([value for _, value in series])
+    of a harmful change (-1: a drop in throughput hurts, +1: a rise in latency hurts). The
+    series is the summary's blocks (each window for soaks of up to MAX_CPD_POINTS planned
+    windows; crashed windows left out); a segment's level is the median of its blocks."""
+    if len(blocks) < 2:
+        usable = len(blocks) * summary["block"]
+        return _row(check, "inconclusive", None, limit, f"about {usable} usable window(s)")
+    values = np.array([point.value for point in blocks])
     breaks = change_points(values)
     levels = [float(np.median(part)) for part in np.split(values, breaks)]
     if levels[0] <= 0:
-        return _row(check, "inconclusive", None, limit, f"first segment of {key} has level 0")
+        return _row(check, "inconclusive", None, limit, "the first segment has level 0")
     changes = [100 * (level / levels[0] - 1) for level in levels]
     worst = max(changes, key=lambda change: worse * change)
     harm = max(worse * worst, 0.0)
-    starts = {item["seq"]: item["start"] for item in items}
-    first = items[0]["start"]
+    first = summary["first_start"] or 0.0
     points: list[ChangePoint] = [
         {
-            "seq": series[b][0],
-            "hour": round((starts[series[b][0]] - first) / 3600, 4),
+            "seq": blocks[b].seq,
+            "hour": round((blocks[b].at - first) / 3600, 4),
             "before": levels[i],
             "after": levels[i + 1],
         }
@@ -271,44 +308,14 @@ def _level_row(
     return _row(check, verdict, harm, limit, cause, levels=levels, change_points=points)
 
 
-def change_points(values: np.ndarray) -> list[int]:
-    """Indices where the mean level shifts (PELT, l2 cost, BIC-like penalty on robust noise).
-
-    Beyond MAX_CPD_POINTS windows (a 72 h soak of 10 s windows has 25,920) the search runs on
-    medians of consecutive blocks: PELT's cost grows with the square of the points, and a
-    shift shorter than a few blocks is not drift. Breaks map back to the block's first window.
-    """
-    if len(values) > MAX_CPD_POINTS:
-        block = math.ceil(len(values) / MAX_CPD_POINTS)
-        usable = len(values) // block * block
-        medians = np.median(values[:usable].reshape(-1, block), axis=1)
-        return [index * block for index in change_points(medians)]
-    if len(values) < 2 * MIN_SEGMENT_WINDOWS:
-        return []
-    scale = float(np.median(np.abs(values))) or 1.0
-    signal = values / scale
-    # Noise from first differences with a robust scale, so the shifts themselves do not inflate it.
-    noise = stats.median_abs_deviation(np.diff(signal), scale="normal") / math.sqrt(2)
-    # Quantized values can give zero spread; below half a percent a shift is not worth a segment.
-    noise = max(noise, NOISE_FLOOR)
-    penalty = 2 * math.log(len(signal)) * noise**2
-    # KernelCPD with a linear kernel is PELT with the l2 cost, implemented in C.
-    model = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT_WINDOWS)
-    found = model.fit(signal.reshape(-1, 1)).predict(pen=penalty)
-    return [int(index) for index in found[:-1]]
-
-
-def _memory_row(items: list[Window], limit: float) -> G4Check:
-    samples = [
-        ((item["start"] + item["end"]) / 2, memory)
-        for item in items
-        if (memory := item["memory_bytes"]) is not None
-    ]
+def _memory_row(kept: list[Point], limit: float) -> G4Check:
+    """Memory growth by Theil-Sen over the kept samples (every `memory_stride`-th window's)."""
+    samples = [(point.at, point.value) for point in kept]
     if len(samples) < 3 or len({time for time, _ in samples}) < 2:
         return _row(
             "memory_growth", "inconclusive", None, limit, f"{len(samples)} memory sample(s); need 3"
         )
-    if len(samples) > MAX_SLOPE_SAMPLES:  # Theil-Sen holds every pairwise slope in memory
+    if len(samples) > MAX_SLOPE_SAMPLES:  # an extended soak: thin again, evenly
         keep = np.linspace(0, len(samples) - 1, MAX_SLOPE_SAMPLES).round().astype(int)
         samples = [samples[i] for i in keep]
     hours = np.array([time for time, _ in samples]) / 3600
@@ -334,14 +341,17 @@ def _memory_row(items: list[Window], limit: float) -> G4Check:
     )
 
 
-def _unobserved_row(items: list[Window], span: G4Span, limit: float) -> G4Check:
+def _unobserved_row(
+    summary: G4Summary, windows: list[Window] | None, span: G4Span, limit: float
+) -> G4Check:
     start = span["started_at"]
     stop = min(span["ended_at"], start + span["duration_s"])
-    covered, reach = 0.0, start
-    for item in sorted(items, key=lambda item: item["start"]):
-        low, high = max(item["start"], reach), min(item["end"], stop)
-        covered += max(high - low, 0.0)
-        reach = max(reach, min(item["end"], stop))
+    try:
+        covered = observed_seconds(summary, start, stop)
+    except NeedsEveryWindow:
+        if windows is None:
+            raise
+        covered = _observed_in_full(windows, start, stop)
     total = max(stop - start, 1e-9)
     share = 100 * (1 - covered / total)
     # Nobody watched the product then: a gap is a measurement problem, never a product fail.
@@ -355,9 +365,22 @@ def _unobserved_row(items: list[Window], span: G4Span, limit: float) -> G4Check:
     )
 
 
-def _limits(spec: G4Spec) -> G4Limits:
+def _observed_in_full(windows: list[Window], start: float, stop: float) -> float:
+    """observed_seconds over every window: the same pieces, each clipped to [start, stop]."""
+    covered: float = 0.0
+    reach: float | None = None
+    for window in windows:
+        low = window["start"] if reach is None else max(window["start"], reach)
+        reach = window["end"] if reach is None else max(reach, window["end"])
+        covered += max(min(window["end"], stop) - max(low, start), 0.0)
+    return covered
+
+
+def _limits(spec: G4Spec, summary: G4Summary) -> G4Limits:
     limits = spec["limits"]
     return {
+        "block_windows": summary["block"],
+        "memory_stride": summary["memory_stride"],
         "duration_s": spec["duration_h"] * 3600,
         "window_s": spec["window_min"] * 60,
         "max_crashes": limits["max_crashes"],

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-_G3_UNITS = {"reduction": "%", "gain": "%", "ratio": "x"}
+_G3_UNITS = {"reduction": "%", "gain": "%", "ratio": "x", "floor": "%"}
+# A goodput floor holds one arm's share of requests within its SLO to at least the bar.
+_G3_COMPARISONS = {"floor": "at_least"}
 # G1 checks: what they compare and in which unit (gates/decisions/g1.py names them).
 _CHECKS: dict[str, tuple[str, str | None]] = {
     "gpu_vendor": ("matches", None),
@@ -21,6 +23,15 @@ _CHECKS: dict[str, tuple[str, str | None]] = {
     "crashes": ("at_most", "crashes"),
     "offload_hit": ("at_least", "hit rate"),
     "offload_hits": ("at_least", "hit rate"),
+    # G2 checks (gates/decisions/g2.py CHECK_NUMBERS)
+    "health": ("at_most", "s"),
+    "equivalence": ("at_most", "%"),
+    "noise_floor": ("at_most", "%"),
+}
+_THROUGHPUT_UNITS = {
+    "output_throughput": "tokens/s",
+    "total_token_throughput": "tokens/s",
+    "request_throughput": "requests/s",
 }
 _SUFFIXES = (("_gib", "GiB"), ("_mib", "MiB"), ("_pct", "%"), ("_ms", "ms"), ("_s", "s"))
 
@@ -40,7 +51,7 @@ def clause_unit(row: Mapping[str, Any]) -> str | None:
 def clause_comparison(row: Mapping[str, Any]) -> str | None:
     change = row.get("change")
     if isinstance(change, str) and change in _G3_UNITS:
-        return change
+        return _G3_COMPARISONS.get(change, change)
     name = str(row.get("check") or row.get("metric") or "")
     if name in _CHECKS:
         return _CHECKS[name][0]
@@ -49,3 +60,12 @@ def clause_comparison(row: Mapping[str, Any]) -> str | None:
     if name.startswith("max_") or "_max" in name:
         return "at_most"
     return None
+
+
+def metric_unit(name: str) -> str:
+    """The unit one arm's value of a G3 metric is in: "ms" for a latency statistic,
+    "tokens/s" or "requests/s" for a throughput; empty for a name it does not know."""
+    if name in _THROUGHPUT_UNITS:
+        return _THROUGHPUT_UNITS[name]
+    family, _, stat = name.partition("_")
+    return "ms" if family in ("ttft", "tpot", "itl", "e2el") and stat else ""

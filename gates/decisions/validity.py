@@ -73,12 +73,18 @@ def parse_context(raw: Any) -> G3Context:
     attempt = raw.get("attempt", 1)
     if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
         raise EvidenceError("context.attempt", "must be a positive integer")
-    return {
+    found: G3Context = {
         "kv_exceeds_vram": flag,
         "attempt": attempt,
         "noise_floor": _noise(raw),
         "unavailable_arms": _unavailable_arms(raw),
     }
+    carried = raw.get("carried_repetitions", 0)
+    if not isinstance(carried, int) or isinstance(carried, bool) or carried < 0:
+        raise EvidenceError("context.carried_repetitions", "must be a non-negative integer")
+    if carried:
+        found["carried_repetitions"] = carried
+    return found
 
 
 def _noise(raw: dict[str, Any]) -> NoiseFloorContext | None:
@@ -267,11 +273,9 @@ def _arm_check(item: Measurement) -> ValidityCheck:
 
 
 def _hit_rate_check(item: Measurement, floor: float) -> ValidityCheck:
-    rate = read_number(item.server, "external_hit_rate", f"measurements[{item.index}].server")
+    rate, what = _offload_hit_rate(item)
     if rate is None:
-        return _check(
-            "external_hit_rate", item, None, floor, None, "external hit rate not reported"
-        )
+        return _check("external_hit_rate", item, None, floor, None, f"{what} not reported")
     ok = rate >= floor
     return _check(
         "external_hit_rate",
@@ -279,8 +283,26 @@ def _hit_rate_check(item: Measurement, floor: float) -> ValidityCheck:
         rate,
         floor,
         ok,
-        f"external hit rate {rate:.3f} (floor {floor:g})",
+        f"{what} {rate:.3f} (floor {floor:g})",
     )
+
+
+def _offload_hit_rate(item: Measurement) -> tuple[float | None, str]:
+    """The offload arm's hit rate and what it is: the side service's own lookup hit rate when
+    the cell's `hit_proof` names one (LMCache's counters), else the engine's external one."""
+    where = f"measurements[{item.index}].server"
+    proof = item.server.get("hit_proof", "engine")
+    if proof in (None, "engine"):
+        return read_number(item.server, "external_hit_rate", where), "external hit rate"
+    if not isinstance(proof, str):
+        raise EvidenceError(f"{where}.hit_proof", "must be a side service's name or engine")
+    services = item.server.get("side_services")
+    services = {} if services is None else services
+    if not isinstance(services, dict) or not isinstance(services.get(proof, {}), dict):
+        raise EvidenceError(f"{where}.side_services", "must map service names to objects")
+    facts = services.get(proof, {})
+    rate = read_number(facts, "lookup_hit_rate", f"{where}.side_services.{proof}")
+    return rate, f"{proof} lookup hit rate"
 
 
 def _kv_check(spec: G3Terms, context: G3Context) -> ValidityCheck:
@@ -325,7 +347,8 @@ def _identical_value_checks(measurements: list[Measurement], spec: G3Terms) -> l
     """One arm at one tier reporting exactly the same value of a clause metric in two
     repetitions: independent benches never agree to the last bit, so a copied value (in a
     distinct file, not caught by its hash) makes the run invalid, naming both."""
-    names = sorted({clause.metric for clause in spec.clauses})
+    # A goodput share is no bench's reported value: two repetitions at 100 % agree honestly.
+    names = sorted({clause.metric for clause in spec.clauses if clause.slo is None})
     first_seen: dict[tuple[str, int, str, float], Measurement] = {}
     checks = []
     for item in measurements:

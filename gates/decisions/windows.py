@@ -63,12 +63,14 @@ def _parse_window(raw: Any, field: str) -> Window:
     }
 
 
-def parse_span(context: Any, items: list[Window]) -> tuple[float, float]:
+def parse_span(context: Any, first: float | None, last: float | None) -> tuple[float, float]:
+    """The soak's span: the context's start and end, else the windows' earliest start and
+    latest end (`first`, `last`; None without windows)."""
     if context is not None and not isinstance(context, dict):
         raise EvidenceError("context", "must be an object or null")
     context = context or {}
-    first = min((item["start"] for item in items), default=0.0)
-    last = max((item["end"] for item in items), default=0.0)
+    first = 0.0 if first is None else first
+    last = 0.0 if last is None else last
     started = read_number(context, "started_at", "context")
     ended = read_number(context, "ended_at", "context")
     started = first if started is None else started

@@ -13,8 +13,8 @@ from django.http import HttpRequest
 from django.test import Client
 from django.utils.html import escape
 
-from gates import services
-from gates.demo.world import demo_host
+from gates import selectors, services
+from gates.demo.world import BAND_NOTE, demo_host, demo_plan
 from gates.evidence import bundle_for_decision
 from gates.evidence.statement import load_public_key
 from gates.evidence.verify import verify_bundle
@@ -24,6 +24,8 @@ from gates.tenancy import viewer_for_user
 RUN_TIMEOUT_S = 600
 POLL_S = 0.5
 ALERT_TIMEOUT_S = 60
+# The demo's worker predicts a G3 run's band beside the run (seconds at the demo's workloads).
+PREDICTION_TIMEOUT_S = 180
 
 
 @dataclass
@@ -39,7 +41,66 @@ def walk_demo(
     steps = check_pages(engagements, password)
     for engagement in engagements:
         steps += walk_engagement(engagement, say)
+        steps.append(check_outcome(engagement))
+        steps += check_band(engagement)
     return steps + check_alerts(engagements, password)
+
+
+def check_outcome(engagement: Engagement) -> DemoStep:
+    """Did the engagement show what it was built to show (its G3 verdict)? An inconclusive G3
+    on a busy machine is a miss, not a success: `demo --once` then exits non-zero."""
+    expected = demo_plan(engagement).expected_g3
+    verdict = engagement.gates.get(kind="G3").verdict
+    return DemoStep(
+        f"{engagement.title} outcome",
+        verdict == expected,
+        f"G3 {verdict}, built to show {expected}",
+    )
+
+
+def check_band(engagement: Engagement) -> list[DemoStep]:
+    """Per tier of the latest decided G3 run: the TTFT change the planner predicted (simhost's
+    own performance model) beside what the run measured, as the run page shows them. A
+    measurement outside its band fails the engagement built to show agreement; elsewhere it is
+    a note (BAND_NOTE). Nothing when no G3 run was decided (the outcome step says why)."""
+    plan = demo_plan(engagement)
+    run = (
+        Run.objects.filter(gate__engagement=engagement, gate__kind="G3", decisions__isnull=False)
+        .order_by("-pk")
+        .first()
+    )
+    if run is None:
+        return []
+    deadline = time.monotonic() + PREDICTION_TIMEOUT_S
+    while run.predicted_ttft is None and time.monotonic() < deadline:
+        time.sleep(POLL_S)  # polling for the worker's prediction, with a deadline
+        run.refresh_from_db()
+    pending = f"not predicted after {PREDICTION_TIMEOUT_S} s: is a worker running?"
+    shown = selectors.run_predicted_ttft(run) or {}
+    if run.predicted_ttft is None:
+        shown = {"state": "pending", "reason": pending}
+    return band_steps(engagement.title, plan.band_decisive, shown)
+
+
+def band_steps(title: str, decisive: bool, shown: dict) -> list[DemoStep]:
+    """Steps from what the run page shows (selectors.run_predicted_ttft): one per tier, a
+    measurement outside its band failing only where the band is `decisive`."""
+    name = f"{title} G3 band"
+    if shown.get("state") != "predicted":
+        return [DemoStep(name, not decisive, f"no band: {shown.get('reason') or 'none'}")]
+    steps = []
+    for row in shown["tiers"]:
+        detail = f"predicted {row['band_text']}, measured {row['measured_text'] or '?'}"
+        if row["inside"]:
+            steps.append(DemoStep(f"{name} c={row['concurrency']}", True, f"{detail} (inside)"))
+            continue
+        outside = "not measured" if row["inside"] is None else "outside"
+        if not decisive:
+            outside += f": {BAND_NOTE}"
+        steps.append(
+            DemoStep(f"{name} c={row['concurrency']}", not decisive, f"{detail} ({outside})")
+        )
+    return steps
 
 
 def check_alerts(engagements: list[Engagement], password: str) -> list[DemoStep]:

@@ -30,14 +30,14 @@ USERS = {
     "customer": (CUSTOMER["slug"], Membership.Role.CUSTOMER_OWNER),
     "viewer": (CUSTOMER["slug"], Membership.Role.CUSTOMER_VIEWER),
 }
-# simhost's offload-helps scenario: 4096-token session prefixes, 16 sessions (docs/simhost.md).
+# simhost's offload-helps scenario: 12k-token session prefixes, 32 sessions (docs/simhost.md).
 COLD_RECOVERY: Workload = {
     "dataset": "cold_recovery",
-    "prefix_len": 4096,
+    "prefix_len": 12288,
     "suffix_len": 64,
-    "output_len": 32,
-    "num_prompts": 32,
-    "num_prefixes": 16,
+    "output_len": 80,
+    "num_prompts": 64,
+    "num_prefixes": 32,
     "seed": 7,
 }
 SHORT_CHAT: Workload = {
@@ -59,6 +59,24 @@ class DemoEngagement:
     workload: Workload
     tiers: tuple[int, ...]
     min_external_hit_rate: float
+    # the G3 verdict this engagement is built to show: `demo --once` fails when it misses it
+    expected_g3: str
+    # Whether a G3 TTFT change measured outside its predicted band fails `demo --once` (the
+    # engagement is built to show the planner and simhost agree) or is a note: see BAND_NOTE.
+    band_decisive: bool
+    # Titles this engagement had in an earlier demo database, renamed on the next build.
+    former_titles: tuple[str, ...] = ()
+
+
+# Why the short-chat band is a note, not a check: its band is 4 points wide (the model's +1 %
+# give or take RESOLUTION), and simhost's run-to-run noise (noise_cv 4 % per server, so about
+# 6 % per offload/resident pair) moves the mean of 4-8 repetitions by 2-3 points of a ratio
+# near 1: about half the band. Where offload helps the ratio is near 0.3, the same relative
+# noise is under a point, and the band is 8-15 points wide.
+BAND_NOTE = (
+    "a note, not a failure: the band is the model's advice beside the verdict; live runs carry "
+    "noise and a bias of a few points (tests/gates/planner/test_run_band.py holds the agreement)"
+)
 
 
 ENGAGEMENTS = (
@@ -71,18 +89,26 @@ ENGAGEMENTS = (
         workload=COLD_RECOVERY,
         tiers=(8, 16),
         min_external_hit_rate=0.2,
+        expected_g3="pass",
+        band_decisive=False,
     ),
     DemoEngagement(
-        title="8B short chat (offload does not help)",
-        model_name="llama-3-8b-sim",
+        # The same emulated host and model as above (simhost's 480B preset, which the planner
+        # predicts with): what differs is the customer's workload. llm-d measured the same on
+        # Qwen3-Coder-480B: at low load offload moves TTFT by a few percent (docs/simhost.md).
+        title="480B short chat (offload does not help)",
+        model_name="qwen3-coder-480b-sim",
         platform="simhost: 8x H100 80GB emulated, short prompts, no reuse, concurrency 1-2",
-        # The same emulated hardware as above: what differs is the customer's workload.
         host="simhost-short-chat",
         scenario="offload-helps",
         # Short chat never reuses a prefix, so no hit-rate floor applies to this workload.
         workload=SHORT_CHAT,
         tiers=(1, 2),
         min_external_hit_rate=0.0,
+        expected_g3="fail",
+        band_decisive=False,
+        # It claimed an 8B model its host did not run, so no band could be predicted for it.
+        former_titles=("8B short chat (offload does not help)",),
     ),
 )
 
@@ -112,6 +138,10 @@ def demo_sign_specs(engagement: Engagement) -> None:
             services.gate_spec_sign(actor=actor, viewer=viewer, spec=gate.current_spec)
 
 
+def demo_plan(engagement: Engagement) -> DemoEngagement:
+    return next(p for p in ENGAGEMENTS if p.title == engagement.title)
+
+
 def demo_host_parameters(plan: DemoEngagement) -> dict:
     """Where this engagement's simhost lives and how it is configured: a folder of its own
     under var/demo, so each engagement has its own emulated host. simhost keeps its GPUs' live
@@ -129,6 +159,9 @@ def demo_host_parameters(plan: DemoEngagement) -> dict:
         "port": _free_port(),
         "run_root": str(folder / "host-runs"),
         "sim_scenario": plan.scenario,
+        # the virtual clock reports the same timings at any scale (docs/simhost.md): a short
+        # one keeps the demo's many arm runs quick on a busy machine
+        "time_scale": 0.02,
         "sim_host_config": str(host_config),
         "sim_fault_file": str(no_faults),
     }
@@ -149,14 +182,16 @@ def demo_specs(plan: DemoEngagement) -> dict[str, Spec]:
     g1["expect"]["free_disk_min_gib"] = 1
     g2 = specs.default_spec("G2")
     g2["equivalence"]["prompts"] = g2["equivalence"]["prompts"][:3]
-    g2["offload_hit"]["workload"] = Workload(**COLD_RECOVERY)
+    # G2 needs tier hits and an A/A spread, not the full G3 workload: half its sessions
+    light = Workload(**{**COLD_RECOVERY, "num_prompts": 32, "num_prefixes": 16})
+    g2["offload_hit"]["workload"] = light
     g2["offload_hit"]["tier"] = 16
     # simhost times in milliseconds on a shared machine: scheduling noise alone can move an
     # A/A pair by tens of percent, so the demo sets a wide floor (a real G2 sets ~10 %).
     # Four A/A pairs, not three: with 2 degrees of freedom t is 4.3, and one slow pair on a
     # loaded box took the interval past the floor; with four pairs (3 degrees) it is 3.2.
     noise_floor = g2["noise_floor"]
-    noise_floor["workload"] = Workload(**COLD_RECOVERY)
+    noise_floor["workload"] = light
     noise_floor["tier"] = 16
     noise_floor["repetitions"] = 4
     noise_floor["max_noise_pct"] = 100
@@ -168,18 +203,20 @@ def demo_specs(plan: DemoEngagement) -> dict[str, Spec]:
     for clause in g3["clauses"]:
         if clause["tiers"] != "all":
             clause["tiers"] = [plan.tiers[0] if clause["tiers"] == [8] else plan.tiers[-1]]
-        # simhost's recompute arm is 12-16x slower than offload: against the field's 8.6x bar
-        # that is only 0.3-0.6 in log-ratio, while on a loaded 2-core box a log-ratio's sd
-        # across repetitions reaches 0.36, so 6 repetitions sometimes leave the cell open. The
-        # demo asks 4x, which the emulated host clears by a margin no scheduling noise covers.
+        # simhost's recompute arm is 3.8x (c=8) and 5.4x (c=16) behind offload here: its
+        # physics (docs/simhost.md "Calibration") has no preemption thrash while the running
+        # requests fit in VRAM, which the field's 12.6x needs and which makes medians bimodal.
+        # The demo asks 2.5x, which the emulated host clears at both tiers.
         if clause["change"] == "ratio":
-            clause["at_least"] = 4.0
-    # simhost's timings carry this machine's scheduling noise, not the spec's stated 4 %: the
-    # power check and the spread rules would judge the machine, so the demo leaves them out.
+            clause["at_least"] = 2.5
+    # The demo's walk must fit a few minutes of a small machine, so its G3 runs 4-8
+    # repetitions, not the template's 8-28 that reach 80 % power at CV 4 %: it leaves out the
+    # power check, and the spread and screen rules calibrated for those repetitions.
     g3["statistics"]["require_power"] = False
     g3["statistics"].pop("sd_floor_fraction", None)
     g3["statistics"].pop("spread_level", None)
     g3["statistics"]["outliers"].pop("screen_level", None)
+    g3["statistics"]["outliers"].pop("step_level", None)
     g3["validity"]["min_external_hit_rate"] = plan.min_external_hit_rate
     g3["validity"]["require_kv_exceeds_vram"] = False
     return {"G1": g1, "G2": g2, "G3": g3, "G4": demo_soak_spec()}
@@ -239,6 +276,9 @@ def _engagement(actor, customer: Organization, plan: DemoEngagement) -> Engageme
     engagement = Engagement.objects.filter(organization=customer, title=plan.title).first()
     if engagement is not None:
         return engagement
+    former = Engagement.objects.filter(organization=customer, title__in=plan.former_titles)
+    if former.update(title=plan.title, model_name=plan.model_name):
+        return Engagement.objects.get(organization=customer, title=plan.title)
     engagement = services.engagement_create(
         actor=actor,
         organization=customer,

@@ -12,13 +12,18 @@ import json
 import zipfile
 from typing import Any
 
+from gates.specs.schema import MAX_SOAK_WINDOWS
+
 # Members that carry the signatures over the others, so the signed statement cannot list them.
 ENVELOPE = "envelope.dsse.json"
 COSIGNATURES = "cosignatures.json"
 SERVER_KEY = "signing-key.pub"
 # The exact bytes a party co-signs (the DSSE pre-authentication encoding of the payload).
 TO_COSIGN = "to-cosign.pae"
-UNSIGNED = (ENVELOPE, COSIGNATURES, SERVER_KEY, TO_COSIGN)
+# The server's signed record of the raw files retention dropped after the seal (an envelope of
+# its own over the sealed envelope's digest: gates/evidence/retention.py).
+RETENTION = "retention.dsse.json"
+UNSIGNED = (ENVELOPE, COSIGNATURES, SERVER_KEY, TO_COSIGN, RETENTION)
 
 SPEC = "spec/spec.json"
 SPEC_SIGNATURES = "spec/signatures.json"
@@ -36,7 +41,10 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 UNIX = 3
 FILE_MODE = 0o100644 << 16
 COMPRESSION_LEVEL = 9
-MAX_MEMBERS = 20_000
+# Members a bundle may hold: a soak at its window limit with ten raw files a window, and room for
+# the rest. Memory is bounded by the members' declared sizes, checked before any is read.
+MAX_MEMBERS = MAX_SOAK_WINDOWS * 10 + 20_000
+MAX_BUNDLE_BYTES = 4 << 30
 
 
 class BundleFormatError(ValueError):
@@ -50,6 +58,16 @@ def canonical_json(value: object) -> bytes:
 
 def run_prefix(attempt: int) -> str:
     return f"runs/attempt-{attempt}/"
+
+
+# Under a carrying run's prefix: per earlier attempt of its chain, the repetitions it carries
+# (statistics.carry_repetitions): that attempt's run.json, the carried measurement records and
+# their raw files, so the verifier recomputes the decision on the union as the engine made it.
+CARRIED = "carried/"
+
+
+def carried_prefix(attempt: int, source_attempt: int) -> str:
+    return f"{run_prefix(attempt)}{CARRIED}attempt-{source_attempt}/"
 
 
 def sha256_hex(data: bytes) -> str:
@@ -78,7 +96,12 @@ def read_zip(data: bytes) -> dict[str, bytes]:
     with archive:
         infos = archive.infolist()
         if len(infos) > MAX_MEMBERS:
-            raise BundleFormatError(f"{len(infos)} members; at most {MAX_MEMBERS}")
+            raise BundleFormatError(f"{len(infos):,} members; at most {MAX_MEMBERS:,}")
+        declared = sum(info.file_size for info in infos)
+        if declared > MAX_BUNDLE_BYTES:
+            raise BundleFormatError(
+                f"its members unpack to {declared:,} bytes; at most {MAX_BUNDLE_BYTES:,}"
+            )
         members: dict[str, bytes] = {}
         for info in infos:
             if info.filename in members:

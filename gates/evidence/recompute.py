@@ -9,7 +9,7 @@ Imports no Django: the offline verifier runs this on a customer's machine.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,11 +35,22 @@ class RunRecords:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
-def recompute_decision(spec: dict, decision: dict, context: dict, run: RunRecords) -> list[str]:
-    """Every way the recorded decision differs from one recomputed from the run's raw files."""
+def recompute_decision(
+    spec: dict,
+    decision: dict,
+    context: dict,
+    run: RunRecords,
+    carried: Sequence[RunRecords] = (),
+) -> list[str]:
+    """Every way the recorded decision differs from one recomputed from the run's raw files
+    (and, for an attempt that carries repetitions, from the carried ones' raw files too: the
+    engine decided on the union)."""
     steps, problems = rederive_steps(run)
-    measurements, found = rederive_measurements(run)
-    problems += found
+    measurements: list[dict] = []
+    for records in (*carried, run):
+        derived, found = rederive_measurements(records)
+        measurements += derived
+        problems += found
     try:
         evidence = gather_evidence(spec, steps, measurements)
         # A bundle's spec is untrusted input: parsed (InvalidSpecError is a ValueError).
@@ -114,7 +125,9 @@ def bench_measurement(recorded: dict, name: str, files: dict[str, bytes]) -> dic
         for moment in ("before", "after")
         if f"{label}/metrics-{moment}.txt" in files
     }
-    proof = results.bench_files_proof((files[name], name), cell=cell, **scrapes)
+    proof = results.bench_files_proof(
+        (files[name], name), cell=cell, before=scrapes.get("before"), after=scrapes.get("after")
+    )
     measured = proof.measurement
     assert measured is not None  # a bench result file always gives its cell's measurement
     return {"metrics": measured["metrics"], "server": measured["server"]}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 
 from gates.decisions import EvidenceError, decide_gate
 from gates.evidence.recompute import decision_differences, differences
@@ -43,9 +44,16 @@ NO_RESULT = re.compile(r"the bench left no result \(exit (-?\d+|None)\)")
 
 
 def recompute_soak(
-    spec: dict, decision: dict, stored: list[dict], files: dict[str, bytes], where: str
+    spec: dict,
+    decision: dict,
+    stored: list[dict],
+    files: dict[str, bytes],
+    where: str,
+    dropped: Collection[int] = (),
 ) -> list[str]:
-    """Every way the recorded soak decision differs from one recomputed from the windows."""
+    """Every way the recorded soak decision differs from one recomputed from the windows; a
+    window in `dropped` (its raw files dropped by retention) counts with its metrics as
+    recorded, its line still checked against its stored times."""
     recorded = decision.get("result") or {}
     soak = recorded.get("soak") or {}
     problems: list[str] = []
@@ -53,7 +61,10 @@ def recompute_soak(
     health = _health_start(soak)
     for position, row in enumerate(sorted(stored, key=lambda row: row["seq"])):
         label = f"{where}[{position}] (window {row['seq']})"
-        sample, found = rederive_window(row, files, label)
+        if row["seq"] in dropped:
+            sample, found = recorded_window(row, files, label)
+        else:
+            sample, found = rederive_window(row, files, label)
         problems += found
         problems += differences(row.get("metrics"), sample, f"{label}.metrics")
         chain.append((row["seq"], row["start"], row["end"], sample))
@@ -115,6 +126,18 @@ def rederive_window(row: dict, files: dict[str, bytes], label: str) -> tuple[dic
     return collector.window_sample(window, watch_health="health" in metrics), problems
 
 
+def recorded_window(row: dict, files: dict[str, bytes], label: str) -> tuple[dict, list[str]]:
+    """A window whose raw files retention dropped: its metrics as recorded (the sealed statement
+    signs them), its kept line still checked against the stored seq and times."""
+    text = files.get(collector.window_folder(row["seq"]) + collector.LINE_FILE)
+    problems: list[str] = []
+    if text is not None:
+        line = json.loads(text)
+        for key in ("seq", "start", "end"):
+            problems += differences(row.get(key), line.get(key), f"{label}.{key}")
+    return dict(row.get("metrics") or {}), problems
+
+
 def line_from_sample(row: dict) -> dict:
     """A window collected before its line was kept: the line's own fields from the stored sample
     (what the raw files give is still re-derived from them)."""
@@ -138,10 +161,19 @@ def line_from_sample(row: dict) -> dict:
 
 def soak_context(recorded: dict, soak: dict, windows: list[dict]) -> dict:
     """The span decide_g4 was given: the agent's start as recorded (its state, not a window),
-    the end from the last window, or the agent's exit when it watched longer."""
-    started = ((recorded.get("inputs") or {}).get("span") or {}).get("started_at")
+    the end from the last window, or the agent's exit when it watched longer; and the
+    summary's block and memory stride as recorded."""
+    inputs = recorded.get("inputs") or {}
+    started = (inputs.get("span") or {}).get("started_at")
     ended = windows[-1]["end"] if windows else started
     exit_at = (soak.get("agent_exit") or {}).get("at")
     if exit_at is not None and ended is not None:
         ended = max(ended, exit_at)
-    return {"started_at": started, "ended_at": ended}
+    context = {"started_at": started, "ended_at": ended}
+    # How the collector summarised the windows (fixed when the soak began, so an extension
+    # does not change it); absent from decisions recorded before summaries: from the spec.
+    limits = inputs.get("limits") or {}
+    for key, name in (("block", "block_windows"), ("memory_stride", "memory_stride")):
+        if name in limits:
+            context[key] = limits[name]
+    return context

@@ -8,13 +8,22 @@ from django.db import IntegrityError, transaction
 
 from gates import sshsig
 from gates.errors import NotAllowedError, ServiceError
-from gates.evidence import keys, layout, statement
+from gates.evidence import keys, layout, retention, statement
 from gates.evidence.inventory import amendments_record, g1_record, signature_record
 from gates.evidence.layout import canonical_json
 from gates.evidence.versions import software_versions
-from gates.models import Decision, EvidenceSeal, EvidenceSignature, PartyKey, Run
+from gates.models import (
+    Decision,
+    EvidenceKey,
+    EvidenceSeal,
+    EvidenceSignature,
+    PartyKey,
+    Run,
+    Soak,
+)
 from gates.selectors import run_measurement_records
 from gates.services.audit import Actor, audit_record
+from gates.services.runs.carrying import run_carried_by_source
 from gates.services.runs.evaluation import run_g1_facts, run_steps
 from gates.tenancy import Viewer
 from runners.contract import inventory_of
@@ -25,6 +34,9 @@ def bundle_for_decision(decision: Decision) -> tuple[bytes, str]:
     seal = decision_seal(decision)
     members = decision_members(decision, seal.snapshot)
     members[layout.ENVELOPE] = statement.envelope_bytes(seal_envelope(seal))
+    record = retention_record(decision, seal, members[layout.ENVELOPE])
+    if record is not None:
+        members[layout.RETENTION] = record
     members[layout.SERVER_KEY] = f"{seal.key.public_key}\n".encode()
     members[layout.COSIGNATURES] = canonical_json(cosignature_rows(seal))
     members[layout.TO_COSIGN] = seal_pae(seal)
@@ -62,6 +74,29 @@ def bundle_for_run(run: Run) -> tuple[bytes, str]:
     return data, layout.sha256_hex(data)
 
 
+def retention_record(decision: Decision, seal: EvidenceSeal, sealed: bytes) -> bytes | None:
+    """The server's signed record of the soak windows whose raw files retention dropped after
+    the seal (signed by the seal's own key, so one pinned key checks both; Ed25519 is
+    deterministic and the record never changes once pruning began: the same bytes each time)."""
+    runs = retention_runs(decision)
+    return retention_envelope(seal.key, sealed, runs) if runs else None
+
+
+def retention_runs(decision: Decision) -> dict[int, dict]:
+    """Per run attempt of the decision: the policy, windows stored and dropped seq ranges."""
+    rows = Soak.objects.filter(run__decisions=decision).exclude(retention={})
+    return {
+        attempt: {key: record[key] for key in ("policy", "windows", "dropped")}
+        for attempt, record in rows.values_list("run__attempt", "retention")
+    }
+
+
+def retention_envelope(key: EvidenceKey, sealed: bytes, runs: dict[int, dict]) -> bytes:
+    payload = statement.payload_bytes(retention.retention_statement(sealed, runs))
+    signed = [(key.fingerprint, keys.key_sign(key, payload))]
+    return statement.envelope_bytes(statement.envelope(payload, signed))
+
+
 def envelope_digest(decision: Decision) -> str:
     return layout.sha256_hex(statement.envelope_bytes(seal_envelope(decision_seal(decision))))
 
@@ -88,6 +123,7 @@ def decision_seal(decision: Decision) -> EvidenceSeal:
         "inventory": g1_record(decision),
         "inventory_amendments": amendments_record(decision),
         "soak_windows": True,
+        "carried": True,
     }
     return seal_create(decision, snapshot)
 
@@ -127,6 +163,8 @@ def decision_members(decision: Decision, snapshot: dict) -> dict[str, bytes]:
         )
     for run in decision.runs.select_related("host", "spec").order_by("attempt"):
         members.update(run_members(run))
+        if snapshot.get("carried"):
+            members.update(carried_members(run))
         if snapshot.get("soak_windows") and run.soak_samples.exists():
             members[layout.run_prefix(run.attempt) + layout.SOAK_WINDOWS] = canonical_json(
                 _soak_windows(run)
@@ -143,6 +181,28 @@ def run_members(run: Run) -> dict[str, bytes]:
     }
     for artifact in run.artifacts.order_by("name"):
         members[f"{prefix}files/{artifact.name}"] = bytes(artifact.content)
+    return members
+
+
+def carried_members(run: Run) -> dict[str, bytes]:
+    """The repetitions a carrying run decided on beside its own, per earlier attempt of its
+    chain: that attempt's record (with its decision's verdict), the carried measurement
+    records, and every raw file of each carried cell (its result and /metrics scrapes)."""
+    members = {}
+    for origin, rows in run_carried_by_source(run):
+        prefix = layout.carried_prefix(run.attempt, origin.attempt)
+        decision = origin.decisions.filter(kind=Decision.Kind.ENGINE).order_by("-id").first()
+        record = {
+            **_run_record(origin),
+            "decision": {"id": decision.pk, "verdict": decision.verdict} if decision else None,
+            "carried": sorted({row["repetition"] for row in rows}),
+        }
+        members[f"{prefix}run.json"] = canonical_json(record)
+        members[f"{prefix}measurements.json"] = canonical_json(rows)
+        cells = {row["artifact"].rsplit("/", 1)[0] for row in rows if row["artifact"]}
+        for artifact in origin.artifacts.order_by("name"):
+            if artifact.name.rsplit("/", 1)[0] in cells:
+                members[f"{prefix}files/{artifact.name}"] = bytes(artifact.content)
     return members
 
 

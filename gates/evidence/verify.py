@@ -1,7 +1,8 @@
 """The offline verifier: every member's hash against the signed statement, the server's DSSE
 signature, every party's co-signature, spec signature and inventory amendment signature, then
-the decision recomputed from the raw files. Used by `manage.py verify_evidence` and
-bin/tollgate-verify.
+the decision recomputed from the raw files (for a G3 attempt that carries repetitions, from its
+own and the carried ones' raw files, on the union as the engine decided). Used by
+`manage.py verify_evidence` and bin/tollgate-verify.
 
 Pure: bytes and keys in, a list of problems out; no database, no network, no Django.
 """
@@ -26,6 +27,14 @@ from gates.evidence.agreements import (
 )
 from gates.evidence.layout import BundleFormatError, load_json_member
 from gates.evidence.recompute import RunRecords, recompute_decision
+from gates.evidence.redaction import check_redaction
+from gates.evidence.retention import (
+    RETENTION,
+    Dropped,
+    check_retention,
+    dropped_note,
+    policy_problems,
+)
 from gates.evidence.soak_recompute import recompute_soak
 from gates.evidence.statement import (
     COSIGN_NAMESPACE,
@@ -62,8 +71,10 @@ def verify_bundle(
     try:
         members = layout.read_zip(data)
         payload, signed = envelope_payload(load_json_member(members, layout.ENVELOPE))
-        predicate = _statement(json.loads(payload), members, report)
-        _check_server_signature(members, public_key, report)
+        key = _server_key(members, public_key, report)
+        dropped = check_retention(members, key, report)
+        predicate = _statement(json.loads(payload), members, dropped, report)
+        _check_server_signature(members, key, report)
         if members.get(layout.TO_COSIGN, signed) != signed:
             report.problems.append(f"member {layout.TO_COSIGN}: not the envelope's PAE bytes")
         _check_cosignatures(members, signed, party_keys, report)
@@ -73,7 +84,7 @@ def verify_bundle(
         else:
             decided_at = predicate["decision"].get("decided_at")
             check_inventory_amendments(members, decided_at, report)
-            _check_decision(members, predicate, report)
+            _check_decision(members, predicate, dropped, report)
     except (BundleFormatError, EnvelopeError, ValueError) as error:
         report.problems.append(str(error))
     except (TypeError, KeyError, AttributeError) as error:
@@ -82,7 +93,9 @@ def verify_bundle(
     return report
 
 
-def _statement(document: object, members: dict[str, bytes], report: Verification) -> dict:
+def _statement(
+    document: object, members: dict[str, bytes], dropped: Dropped, report: Verification
+) -> dict:
     """The statement's predicate, after checking its subjects are exactly the signed members."""
     if not isinstance(document, dict) or document.get("_type") != STATEMENT_TYPE:
         raise EnvelopeError(f"statement: _type must be {STATEMENT_TYPE}")
@@ -100,22 +113,31 @@ def _statement(document: object, members: dict[str, bytes], report: Verification
         elif layout.sha256_hex(members[name]) != subjects[name]:
             report.problems.append(f"member {name}: SHA-256 differs from the signed statement")
     for listed in sorted(set(subjects) - set(members)):
+        if dropped.covers(listed):  # a raw file retention dropped after the seal (signed)
+            continue
         report.problems.append(f"member {listed}: missing (the signed statement lists it)")
     report.notes.append(f"{len(subjects)} members listed in the signed statement")
-    return document.get("predicate") or {}
+    predicate = document.get("predicate") or {}
+    check_redaction(predicate, subjects, report)
+    return predicate
+
+
+def _server_key(
+    members: dict[str, bytes], pinned: Ed25519PublicKey | None, report: Verification
+) -> Ed25519PublicKey:
+    if pinned is not None:
+        return pinned
+    key = load_public_key(members.get(layout.SERVER_KEY, b""))
+    report.notes.append(
+        f"server key {key_fingerprint(key)} taken from the bundle: pin it with --public-key "
+        "(GET /api/v1/keys/) to know it is Tollgate's"
+    )
+    return key
 
 
 def _check_server_signature(
-    members: dict[str, bytes], pinned: Ed25519PublicKey | None, report: Verification
+    members: dict[str, bytes], key: Ed25519PublicKey, report: Verification
 ) -> None:
-    if pinned is None:
-        key = load_public_key(members.get(layout.SERVER_KEY, b""))
-        report.notes.append(
-            f"server key {key_fingerprint(key)} taken from the bundle: pin it with --public-key "
-            "(GET /api/v1/keys/) to know it is Tollgate's"
-        )
-    else:
-        key = pinned
     try:
         keyid = verify_envelope(load_json_member(members, layout.ENVELOPE), key)
     except EnvelopeError as error:
@@ -165,7 +187,12 @@ def _check_spec(members: dict[str, bytes], predicate: dict, report: Verification
     check_spec_signatures(rows, digest, report)
 
 
-def _check_decision(members: dict[str, bytes], predicate: dict, report: Verification) -> None:
+def _check_decision(
+    members: dict[str, bytes],
+    predicate: dict,
+    dropped: Dropped,
+    report: Verification,
+) -> None:
     decision = load_json_member(members, layout.DECISION)
     signed = predicate.get("decision") or {}
     if decision.get("verdict") != signed.get("verdict"):
@@ -182,24 +209,41 @@ def _check_decision(members: dict[str, bytes], predicate: dict, report: Verifica
         return
     spec = load_json_member(members, layout.SPEC)
     if isinstance(spec, dict) and spec.get("gate") == "G4":
-        _check_soak(members, spec, decision, report)
+        _check_soak(members, spec, decision, dropped, report)
         return
     if not isinstance(spec, dict) or spec.get("gate") not in GATHER:
         report.problems.append(f"member {layout.SPEC}: not a spec of a gate kind (G1-G4)")
         return
     context = load_json_member(members, layout.CONTEXT)
+    carries = (context.get("carried_repetitions") if isinstance(context, dict) else None) or 0
     for attempt in decision.get("runs") or []:
-        problems = recompute_decision(spec, decision, context, run_records(members, attempt))
+        own, carried = run_records(members, attempt), carried_records(members, attempt)
+        if carries and not carried:
+            # Sealed before bundles held the carried repetitions: they are in the earlier
+            # attempt's bundle, and this one's signed members stay as they were.
+            report.notes.append(
+                f"run attempt {attempt}: carries {carries} repetitions from an earlier attempt "
+                "whose raw files this bundle does not hold: NOT recomputed; hashes and "
+                "signatures checked"
+            )
+            continue
+        problems = carried_problems(carries, carried, own)
+        problems += recompute_decision(spec, decision, context, own, carried)
         report.problems += problems
         if not problems:
+            also = f" and the {carries} repetitions it carries" if carries else ""
             report.notes.append(
-                f"run attempt {attempt}: recomputed from its raw files to {decision['verdict']}, "
-                "every number as recorded"
+                f"run attempt {attempt}: recomputed from its raw files{also} to "
+                f"{decision['verdict']}, every number as recorded"
             )
 
 
 def _check_soak(
-    members: dict[str, bytes], spec: dict, decision: dict, report: Verification
+    members: dict[str, bytes],
+    spec: dict,
+    decision: dict,
+    dropped: Dropped,
+    report: Verification,
 ) -> None:
     for attempt in decision.get("runs") or []:
         prefix = layout.run_prefix(attempt)
@@ -213,11 +257,19 @@ def _check_soak(
             continue
         files = run_records(members, attempt).files
         windows = load_json_member(members, name)
-        problems = recompute_soak(spec, decision, windows, files, name)
+        taken = dropped.seqs.get(attempt, set())
+        problems = recompute_soak(spec, decision, windows, files, name, taken)
+        if taken:
+            policy = dropped.policy.get(attempt) or {}
+            problems += policy_problems(windows, decision, taken, policy, RETENTION)
         report.problems += problems
+        note = dropped_note(attempt, dropped)
+        if note is not None:
+            report.notes.append(note)
         if not problems:
+            derived = len(windows) - len(taken & {row["seq"] for row in windows})
             report.notes.append(
-                f"run attempt {attempt}: {len(windows)} soak window(s) re-derived from their "
+                f"run attempt {attempt}: {derived} soak window(s) re-derived from their "
                 f"lines and raw files, recomputed to {decision['verdict']}, every number as "
                 "recorded"
             )
@@ -232,6 +284,45 @@ def run_records(members: dict[str, bytes], attempt: int) -> RunRecords:
         measurements=load_json_member(members, prefix + "measurements.json"),
         files={n.removeprefix(files): data for n, data in members.items() if n.startswith(files)},
     )
+
+
+def carried_records(members: dict[str, bytes], attempt: int) -> list[RunRecords]:
+    """The repetitions a run carries, per earlier attempt of its chain (oldest first), as
+    records of their own: measurements and raw files under the carried prefix."""
+    under = layout.run_prefix(attempt) + layout.CARRIED
+    sources = {n.removeprefix(under).split("/", 1)[0] for n in members if n.startswith(under)}
+    numbers = sorted(int(source.removeprefix("attempt-")) for source in sources)
+    found = []
+    for number in numbers:
+        prefix = layout.carried_prefix(attempt, number)
+        files = prefix + "files/"
+        found.append(
+            RunRecords(
+                prefix=prefix,
+                steps=[],
+                measurements=load_json_member(members, prefix + "measurements.json"),
+                files={n.removeprefix(files): d for n, d in members.items() if n.startswith(files)},
+            )
+        )
+    return found
+
+
+def carried_problems(carries: int, carried: list[RunRecords], own: RunRecords) -> list[str]:
+    """The carried repetitions must be as many as the decision's context says the engine was
+    told, and numbered apart from the run's own (one numbering covers the union)."""
+    numbers = {row["repetition"] for records in carried for row in records.measurements}
+    problems = []
+    if len(numbers) != carries:
+        problems.append(
+            f"{layout.CONTEXT} carried_repetitions: {carries}, the bundle carries "
+            f"{len(numbers)} repetition(s) under {own.prefix}{layout.CARRIED}"
+        )
+    shared = sorted(numbers & {row["repetition"] for row in own.measurements})
+    if shared:
+        problems.append(
+            f"{own.prefix}measurements.json: repetition(s) {shared} are also carried ones"
+        )
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:

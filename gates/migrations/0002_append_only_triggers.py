@@ -1,6 +1,10 @@
-"""On PostgreSQL, refuse UPDATE and DELETE on the append-only tables even from raw SQL."""
+"""On PostgreSQL, refuse UPDATE and DELETE on the append-only tables even from raw SQL: the
+function every append-only trigger calls, and the first two tables' triggers (later migrations
+add theirs with `_append_only.append_only`)."""
 
 from django.db import migrations
+
+from gates.migrations._append_only import append_only
 
 TABLES = ("gates_auditevent", "gates_decision")
 
@@ -14,25 +18,17 @@ $$ LANGUAGE plpgsql;
 """
 
 
-def _create(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    schema_editor.execute(CREATE_FUNCTION, params=None)
-    for table in TABLES:
-        schema_editor.execute(
-            f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
-            "FOR EACH ROW EXECUTE FUNCTION tollgate_refuse_change();"
-        )
+def _create_function(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(CREATE_FUNCTION, params=None)
 
 
-def _drop(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    for table in TABLES:
-        schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_append_only ON {table};")
-    schema_editor.execute("DROP FUNCTION IF EXISTS tollgate_refuse_change();")
+def _drop_function(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("DROP FUNCTION IF EXISTS tollgate_refuse_change();")
 
 
 class Migration(migrations.Migration):
     dependencies = [("gates", "0001_initial")]
-    operations = [migrations.RunPython(_create, _drop)]
+    # Unapplied in reverse: the triggers go before the function they call.
+    operations = [migrations.RunPython(_create_function, _drop_function), append_only(*TABLES)]

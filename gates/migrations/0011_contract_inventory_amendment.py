@@ -5,25 +5,9 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
+from gates.migrations._append_only import append_only
+
 APPEND_ONLY = ("gates_inventoryamendment", "gates_inventorysignature")
-
-
-def _append_only(apps, schema_editor):
-    """Refuse UPDATE and DELETE on PostgreSQL even from raw SQL (function of migration 0002)."""
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    for table in APPEND_ONLY:
-        schema_editor.execute(
-            f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
-            "FOR EACH ROW EXECUTE FUNCTION tollgate_refuse_change();"
-        )
-
-
-def _drop_append_only(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    for table in APPEND_ONLY:
-        schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_append_only ON {table};")
 
 
 class Migration(migrations.Migration):
@@ -67,5 +51,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('amendment', 'party'), name='one_inventory_signature_per_party'), models.CheckConstraint(condition=models.Q(('party__in', ['vendor', 'customer'])), name='inventory_signature_party_known')],
             },
         ),
-        migrations.RunPython(_append_only, _drop_append_only),
+        append_only(*APPEND_ONLY),
     ]

@@ -5,27 +5,12 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
+from gates.migrations._append_only import append_only
+
 
 # Seals and co-signatures are append-only like decisions: refuse UPDATE and DELETE even from
 # raw SQL (the function is migration 0002's).
 APPEND_ONLY = ("gates_evidenceseal", "gates_evidencesignature")
-
-
-def _triggers(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    for table in APPEND_ONLY:
-        schema_editor.execute(
-            f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} "
-            "FOR EACH ROW EXECUTE FUNCTION tollgate_refuse_change();"
-        )
-
-
-def _drop_triggers(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    for table in APPEND_ONLY:
-        schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_append_only ON {table};")
 
 
 class Migration(migrations.Migration):
@@ -174,5 +159,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunPython(_triggers, _drop_triggers),
+        append_only(*APPEND_ONLY),
     ]

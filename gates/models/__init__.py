@@ -11,14 +11,27 @@ from gates.models.contract import (
     SpecSignature,
     StopLossReset,
 )
-from gates.models.decisions import Decision
-from gates.models.engagements import Engagement, Gate, GateSpec, WorkloadTrace
-from gates.models.evidence import EvidenceKey, EvidenceSeal, EvidenceSignature
+from gates.models.decisions import Decision, ReportPdf
+from gates.models.engagements import (
+    Engagement,
+    Gate,
+    GateSpec,
+    TtftBandPrediction,
+    WorkloadTrace,
+)
+from gates.models.evidence import (
+    Claim,
+    EvidenceKey,
+    EvidenceSeal,
+    EvidenceSignature,
+    Publication,
+    PublicationConsent,
+)
 from gates.models.heartbeats import ServiceHeartbeat
 from gates.models.hosts import Host, HostCleanup, Profile
 from gates.models.idempotency import IdempotencyKey
 from gates.models.runs import Artifact, Measurement, Run, RunStep
-from gates.models.soak import Soak, SoakSample
+from gates.models.soak import Soak, SoakPoint, SoakSample
 from gates.models.tenancy import ApiToken, Membership, Organization
 
 __all__ = [
@@ -28,6 +41,7 @@ __all__ = [
     "ApiToken",
     "Artifact",
     "AuditEvent",
+    "Claim",
     "Decision",
     "Engagement",
     "EvidenceKey",
@@ -46,13 +60,18 @@ __all__ = [
     "Party",
     "PartyKey",
     "Profile",
+    "Publication",
+    "PublicationConsent",
+    "ReportPdf",
     "Run",
     "RunStep",
     "ServiceHeartbeat",
     "Soak",
+    "SoakPoint",
     "SoakSample",
     "SpecSignature",
     "StopLossReset",
+    "TtftBandPrediction",
     "Verdict",
     "WebhookEndpoint",
     "WorkloadTrace",

@@ -38,3 +38,40 @@ class Decision(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.gate}: {self.verdict} ({self.kind})"
+
+
+class ReportPdf(models.Model):
+    """A decision's gate report as a PDF, rendered once by the worker and then served as stored.
+
+    Keyed by the decision and a fingerprint of everything else the report reads (the engine
+    decision it shows the numbers of, the G1 inventory decision, the spec's signatures, the
+    runs): anything that changes the paper changes the key, so a stale PDF is never served.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "queued for the worker"
+        READY = "ready", "ready"
+        FAILED = "failed", "failed"
+
+    decision = models.ForeignKey(
+        "gates.Decision", on_delete=models.CASCADE, related_name="report_pdfs"
+    )
+    fingerprint = models.CharField(max_length=64)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    content = models.BinaryField(blank=True, default=b"")
+    sha256 = models.CharField(max_length=64, blank=True)
+    size = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    rendered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["decision", "fingerprint"], name="report_pdf_one_per_version"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"PDF of decision {self.decision_id} ({self.state})"

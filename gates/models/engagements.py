@@ -217,3 +217,39 @@ class WorkloadTrace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.sha256[:12]})"
+
+
+class TtftBandPrediction(models.Model):
+    """The KV planner page's predicted TTFT-saving band for one set of inputs (model, GPUs, KV
+    size, workload, tiers; gates.planner.run_band), found by their digest. A task computes it
+    tier by tier with done/total progress: the model takes seconds to minutes, too long for a
+    web request. Here beside the traces, the other planner input a task computes (gates/models
+    holds fifteen modules)."""
+
+    class State(models.TextChoices):
+        COMPUTING = "computing"
+        READY = "ready"
+        FAILED = "failed"
+
+    # SHA-256 of the inputs' canonical JSON: only someone who has the inputs can find the row.
+    digest = models.CharField(max_length=64, unique=True)
+    inputs = models.JSONField(help_text="gates.planner.run_band.band_inputs_to_dict")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.COMPUTING)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField()
+    # Set by the task computing it and renewed after each tier; a stale one is taken over.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    tiers = models.JSONField(default=list, help_text="[{concurrency, low, high}], as computed")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=["computing", "ready", "failed"]),
+                name="ttft_band_state_known",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"TTFT band {self.digest[:12]} ({self.state})"

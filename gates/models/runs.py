@@ -74,6 +74,17 @@ class Run(models.Model):
     outage_since = models.DateTimeField(null=True, blank=True)
     outage_retries = models.PositiveIntegerField(default=0)
     outage_retry_at = models.DateTimeField(null=True, blank=True)
+    # G3: the TTFT-saving band predicted per tier when the run was planned
+    # (gates.planner.run_band); null until then, {"predicted": null, "reason"} when unknown.
+    predicted_ttft = models.JSONField(null=True, blank=True)
+    # A G3 attempt that continues an inconclusive one (statistics.carry_repetitions): the run
+    # whose complete repetitions it carries, how many, and the number its own repetitions
+    # start at (after every number the carried chain used, so one numbering covers it).
+    carried_from = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="carried_into"
+    )
+    carried_repetitions = models.PositiveIntegerField(default=0)
+    first_repetition = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -38,20 +38,54 @@ class Soak(models.Model):
     gaps = models.JSONField(default=list, blank=True)
     notes = models.JSONField(default=list, blank=True)
     provisional = models.JSONField(null=True, blank=True)
+    # The running summary the verdict is decided from (gates/decisions/g4_summary.py), folded one
+    # tick at a time under this row's lock; its completed points are SoakPoint rows. None until
+    # the first window (or for a soak stored before summaries: folded from its rows once).
+    summary = models.JSONField(null=True, blank=True)
     # The host's health over the soak so far (runners/soak/fitness.py health_fold): the run's
     # start the XID rule counts from, ECC baselines, each distinct note with its windows.
     health = models.JSONField(default=dict, blank=True)
     compressed = models.BooleanField(default=False)
     next_tick_at = models.DateTimeField(null=True, blank=True)
+    # Until when the beat's tick message for this soak may still be waiting in the queue: no
+    # second one is sent before then (TOLLGATE_SOAK_POKE_S), so a backlog is not multiplied.
+    poked_until = models.DateTimeField(null=True, blank=True)
     # The tick that reads the host now, and until when its claim holds.
     tick_token = models.CharField(max_length=36, blank=True)
     tick_until = models.DateTimeField(null=True, blank=True)
+    # Retention (docs/soak.md): once the evidence is sealed, the janitor drops the raw files of
+    # the windows that tell nothing. `retention` is the record a bundle signs (policy, windows
+    # stored, dropped seq ranges), written before the first file goes; the counts grow as each
+    # chunk is deleted; `pruned_at` is set when none is left. `prune_until`: the janitor's claim.
+    retention = models.JSONField(default=dict, blank=True)
+    pruned_files = models.PositiveIntegerField(default=0)
+    pruned_bytes = models.PositiveBigIntegerField(default=0)
+    pruned_at = models.DateTimeField(null=True, blank=True)
+    prune_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["state", "next_tick_at"])]
 
     def __str__(self) -> str:
         return f"soak of {self.run}"
+
+    def retention_summary(self) -> dict:
+        """The retention policy in force and what it did (the run page and the API's `soak`):
+        `state` is `none` (no policy: every raw file kept), `waiting` (kept until the evidence
+        is sealed and the grace has passed), `pruning` or `pruned`."""
+        policy = (self.run.spec.document or {}).get("retention")
+        record = self.retention or {}
+        state = "pruned" if self.pruned_at else "pruning" if record else "waiting"
+        return {
+            "policy": policy,
+            "state": state if policy else "none",
+            "windows": record.get("windows"),
+            "kept_windows": record.get("kept_windows"),
+            "dropped_windows": record.get("dropped_windows"),
+            "files_deleted": self.pruned_files,
+            "bytes_freed": self.pruned_bytes,
+            "pruned_at": self.pruned_at.isoformat() if self.pruned_at else None,
+        }
 
 
 # The window metrics the soak page draws, each also stored as a float column of the same name:
@@ -124,3 +158,26 @@ class SoakSample(models.Model):
         """A window's row with its page columns taken from `metrics` (the only way the
         writers build one, so the two never disagree)."""
         return cls(metrics=metrics, **fields, **soak_sample_columns(metrics))
+
+
+class SoakPoint(models.Model):
+    """A point of a soak's summary: a change-point block of a series (its first window's seq
+    and start, the block's median) or a kept memory sample (seq, mid time, bytes). Written
+    with the summary that counts it, never changed: re-judging reads these, not every window."""
+
+    run = models.ForeignKey("gates.Run", on_delete=models.CASCADE, related_name="soak_points")
+    series = models.CharField(max_length=32)
+    position = models.PositiveIntegerField()
+    seq = models.PositiveIntegerField()
+    at = models.FloatField()
+    value = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "series", "position"], name="one_soak_point_per_position"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} {self.series} point {self.position}"

@@ -1,5 +1,6 @@
 """The figure panels of the gate and run pages: reads decisions and measurements, picks what to
-plot, and hands plain data to gates.charts.g3. Reads models only; no services, views or HTTP.
+plot, and hands plain data to gates.charts (g2, g3, the per-request figures, the TTFT band).
+Reads models only; no services, views or HTTP.
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gates.charts import g2, g3
+import numpy as np
+
+from gates.charts import band, g2, g3, requests
 from gates.charts.style import metric_axis_title
 from gates.decisions.numbers import metric_value
 from gates.models import Decision, Gate, Run
@@ -27,6 +30,19 @@ MEASUREMENTS_CAPTION = (
 NOISE_CAPTION = (
     "Two identical runs (A/A) per repetition. Right: how far A is from B in each repetition, and "
     "the interval over all of them; it must lie inside the shaded noise floor."
+)
+REQUESTS_TTFT_CAPTION = (
+    "Every measured request's TTFT against when it was sent, each arm in its colour, the "
+    "repetitions together. A step or a slow start (the caches warming) shows here before it "
+    "moves the percentiles."
+)
+REQUESTS_ECDF_CAPTION = (
+    "The share of requests at or under each TTFT, per arm: the curve further left is faster; "
+    "where two curves cross, one arm wins the median and the other the tail."
+)
+ARRIVAL_CAPTION = (
+    "How late (above 0) or early each request left against the replay's schedule. The replay "
+    "is faithful when the p99 of the error's size stays inside the dashed bar."
 )
 HIT_CAPTION = (
     "Share of prefix-cache lookups served from the offload tier during the hit-rate run; it "
@@ -91,7 +107,78 @@ def run_panels(run: Run) -> list[Panel]:
     figure = g3.measurements_figure(rows, metrics)
     table = measurement_table(rows, metrics)
     title = "Measurements so far"
-    return [Panel("figure-run-measurements", title, MEASUREMENTS_CAPTION, figure, table)]
+    measured = Panel("figure-run-measurements", title, MEASUREMENTS_CAPTION, figure, table)
+    return [measured, *request_panels(rows)]
+
+
+def request_panels(rows: list[dict[str, Any]]) -> list[Panel]:
+    """Per tier, the per-request figures of the arms that kept per-request records: TTFT by
+    send time and its distribution, and a replay's arrival-time error. From the measurements
+    already read, never from the raw files."""
+    panels = []
+    bar_ms = _arrival_bar_ms(rows)
+    for tier in requests.requests_by_tier(rows):
+        if not any(arm.has_ttft for arm in tier.arms):
+            continue
+        key, where = f"figure-requests-c{tier.tier}", f"c={tier.tier}"
+        table = _requests_table(tier)
+        panels += [
+            Panel(
+                f"{key}-ttft",
+                f"TTFT by send time, {where}",
+                REQUESTS_TTFT_CAPTION,
+                requests.ttft_by_send_time_figure(tier),
+                table,
+            ),
+            Panel(
+                f"{key}-ecdf",
+                f"TTFT distribution, {where}",
+                REQUESTS_ECDF_CAPTION,
+                requests.ttft_ecdf_figure(tier),
+                table,
+            ),
+        ]
+        if any(arm.has_arrival for arm in tier.arms):
+            figure = requests.arrival_error_figure(tier, bar_ms)
+            title = f"Arrival-time error of the replay, {where}"
+            panels.append(Panel(f"{key}-arrival", title, ARRIVAL_CAPTION, figure, table))
+    return panels
+
+
+def _requests_table(tier: requests.TierRequests) -> NumbersTable:
+    """Per arm: how many requests, TTFT p50 / p99 / max and the arrival error's size at p99
+    (nearest rank, as the fidelity check reads it); a dash where the arm kept none."""
+    headers = ["Arm", "Requests", "TTFT p50, ms", "TTFT p99, ms", "TTFT max, ms"]
+    headers.append("Arrival error p99 (measured requests), ms")
+    lines = []
+    for arm in tier.arms:
+        ttfts = [value for value in arm.ttft_ms if value is not None]
+        errors = [
+            abs(sent - at) * 1000.0
+            for at, sent in zip(arm.send_at_s, arm.sent_s, strict=True)
+            if at is not None and sent is not None
+        ]
+        line: list[Any] = [arm.arm, len(arm.ttft_ms) or None, _rank(ttfts, 50)]
+        lines.append([*line, _rank(ttfts, 99), max(ttfts, default=None), _rank(errors, 99)])
+    return NumbersTable(headers, lines)
+
+
+def _rank(values: list[float], percent: float) -> float | None:
+    """Nearest rank, as the replay's fidelity check and the characterisation read it."""
+    if not values:
+        return None
+    return float(np.percentile(values, percent, method="inverted_cdf"))
+
+
+def _arrival_bar_ms(rows: list[dict[str, Any]]) -> float | None:
+    """The fidelity bar the replay was held to, as its check recorded it."""
+    for row in rows:
+        replay = (row.get("metrics") or {}).get("replay")
+        fidelity = replay.get("fidelity") if isinstance(replay, Mapping) else None
+        bar = fidelity.get("arrival_bar_ms") if isinstance(fidelity, Mapping) else None
+        if isinstance(bar, int | float) and not isinstance(bar, bool):
+            return float(bar)
+    return None
 
 
 def measurement_table(rows: list[dict[str, Any]], metrics: list[str]) -> NumbersTable:
@@ -162,3 +249,17 @@ def _g2_panels(result: Mapping[str, Any]) -> list[Panel]:
 
 def _mappings(value: Any) -> list[Mapping[str, Any]]:
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def predicted_ttft_figure(predicted: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A G3 run's predicted band per tier with what the run measured as points
+    (gates.selectors.run_predicted_ttft's rows); None until there is a band."""
+    if not predicted or predicted.get("state") != "predicted" or not predicted.get("tiers"):
+        return None
+    rows = predicted["tiers"]
+    tiers = [
+        {"concurrency": row["concurrency"], "low": row["band"][0], "high": row["band"][1]}
+        for row in rows
+    ]
+    measured = {row["concurrency"]: row["measured"] for row in rows}
+    return band.ttft_band_figure(tiers, measured, "measured in this run")

@@ -7,12 +7,14 @@ import json
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from gates.history.reads import decided_attempts_before
 from gates.models import Decision, Engagement, Gate, Host, Run, Soak
 from gates.pages import dashboards, runs
 from gates.pages.contract import gate_contract
@@ -23,7 +25,7 @@ from gates.pages.overview import gate_label, gate_summary, gate_tone, next_actio
 from gates.pages.soak import view as soakview
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
-from gates.selectors import clause_rows, engagement_last_host_id, gate_clauses
+from gates.selectors import clause_rows, engagement_last_host_id, gate_clauses, run_predicted_ttft
 from gates.services.runs.attempts import run_spent_attempt
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.program.sequence import has_program
@@ -34,9 +36,16 @@ from runners.traces.readers.formats import FORMATS
 @require_GET
 def engagement_list(request: HttpRequest) -> HttpResponse:
     viewer = viewer_for_request(request)
+    state = request.GET.get("state", "")
     engagements = visible(Engagement, viewer).select_related("organization")
-    # Two queries whatever the count (tests/gates/pages/test_page_queries.py); links made
-    # from one reversed pattern each, as 2,500 {% url %} tags were half the page's time.
+    if state in Engagement.State.values:
+        engagements = engagements.filter(state=state)
+    # A page of them, with the count: three queries whatever the count
+    # (tests/gates/pages/test_page_queries.py); links made from one reversed pattern each,
+    # as 2,500 {% url %} tags were half the page's time.
+    page = Paginator(engagements.prefetch_related("gates"), LIST_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     gate_href, engagement_href = _href("gates:gate-detail"), _href("gates:engagement-detail")
     rows = [
         {
@@ -48,12 +57,34 @@ def engagement_list(request: HttpRequest) -> HttpResponse:
             ],
             "next": next_action(engagement.state, engagement.gates.all()),
         }
-        for engagement in engagements.prefetch_related("gates")
+        for engagement in page
     ]
-    return render(request, "gates/engagement_list.html", {"rows": rows, "viewer": viewer})
+    return render(
+        request,
+        "gates/engagement_list.html",
+        {
+            "rows": rows,
+            "page": page,
+            "viewer": viewer,
+            "can_create": viewer.can("engagement.create"),
+            "state": state,
+            "states": Engagement.State.values,
+        },
+    )
 
 
 _PK_SENTINEL = 987654321
+# Rows per page of the engagement list and of a gate's runs.
+LIST_PAGE_SIZE = 50
+
+
+def _gate_runs_page(request: HttpRequest, gate: Gate) -> Page:
+    """A page of the gate's runs, newest first, narrowed to `?run_state=` when given."""
+    runs = gate.runs.select_related("host", "spec").defer("log")
+    state = request.GET.get("run_state", "")
+    if state in Run.State.values:
+        runs = runs.filter(state=state)
+    return Paginator(runs, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
 
 
 def _href(name: str):
@@ -103,7 +134,9 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "spec": spec,
             "viewer": viewer,
             "spec_json": json.dumps(spec.document, indent=2) if spec else "",
-            "runs": gate.runs.select_related("host", "spec")[:50],
+            "runs": _gate_runs_page(request, gate),
+            "run_state": request.GET.get("run_state", ""),
+            "run_states": Run.State.values,
             "decisions": gate.decisions.select_related("decided_by", "spec")[:20],
             "clauses": clauses,
             "summary": gate_summary(gate, clauses),
@@ -116,6 +149,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and gate.state != Gate.State.RUNNING
             and hosts.exists(),
             "can_review": viewer.can("gate.review") and gate.stop_loss_review,
+            "can_edit_spec": viewer.can("spec.edit"),
             "dashboard": dashboards.gate_dashboard(gate),
             "statistics": g3_statistics(gate),
             "contract": gate_contract(gate, spec, viewer),
@@ -141,6 +175,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         verdict=decision.verdict if decision else None,
         clauses=clause_rows(decision.clauses) if decision else [],
     )
+    predicted_ttft = run_predicted_ttft(run)
     return render(
         request,
         "gates/run_detail.html",
@@ -164,7 +199,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and viewer.can("soak.control")
             and soak.state == "active",
             "figures": dashboards.run_panels(run),
+            "compare_with": decided_attempts_before(run) if decision else [],
             "replay_fidelity": runs.run_replay_fidelity(run),
+            "predicted_ttft": predicted_ttft,
+            "predicted_ttft_figure": dashboards.predicted_ttft_figure(predicted_ttft),
             "soak_page": soakview.soak_page(run, soak),
             "can_amend_inventory": run_can_amend_inventory(run, viewer),
         },

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from gates import figures
+from gates.history.series import clause_words
 from gates.pages.report.tables import G1_RULES, G4_RULES
 
 CHECK_RULES = {**G1_RULES, **G4_RULES}  # a check's comparison in words, and its unit
@@ -104,10 +105,11 @@ def deciding_clause(verdict: str, clauses: Sequence[dict]) -> dict | None:
 
 
 def clause_sentence(row: dict) -> str:
-    """ "ttft_p50 reduction at c=16: 22.1 % (18 to 26.2 %), bar 29 %: the interval straddles…" """
+    """ "TTFT p50 reduction, offload vs baseline at c=16: 22.1 % (18 to 26.2 %), bar 29 %: the
+    interval straddles…": the clause in the words the spec pages use."""
     unit = row.get("unit") or CHECK_RULES.get(str(row.get("metric")), ("", ""))[1]
     unit = "" if unit == "version" else unit
-    name = " ".join(str(part) for part in (row.get("metric"), row.get("change")) if part)
+    name = clause_words(row)
     tiers = row.get("tiers")
     where = f" at c={tiers}" if isinstance(tiers, int) else ""
     if row.get("estimate") is not None or row.get("low") is not None:

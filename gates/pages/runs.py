@@ -17,9 +17,8 @@ from gates.inputs import id_input
 from gates.logtail import LogWindow, log_tail
 from gates.models import Artifact, Run
 from gates.pages import formatting
-from gates.selectors import run_measurement_records
+from gates.services.runs.evaluation import run_replay_fidelity as replay_fidelity
 from gates.tenancy import get_visible_or_404, viewer_for_request
-from runners.traces.fidelity import replay_fidelity_summary
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ def run_files(run: Run) -> list[Artifact]:
 def run_replay_fidelity(run: Run) -> dict | None:
     """Each replayed cell's fidelity (docs/workloads.md section 9); None for a run that sent
     no trace replay."""
-    return replay_fidelity_summary(run_measurement_records(run))
+    return replay_fidelity(run)
 
 
 def run_log_window(run: Run) -> LogWindow:

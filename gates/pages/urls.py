@@ -2,9 +2,15 @@
 
 from django.urls import path
 
-from gates.pages import actions, alerts, audit, detail, runs, tokens
+from gates.pages import actions, alerts, detail, runs, tokens
+from gates.pages.audit import page as audit
+from gates.pages.editing import engagement as engagement_editing
+from gates.pages.editing import spec as spec_editing
+from gates.pages.history import page as history
 from gates.pages.hosts import inventory
 from gates.pages.hosts import page as hosts
+from gates.pages.library import public as library
+from gates.pages.library import publishing
 from gates.pages.planner import page as planner
 from gates.pages.report import page as report
 from gates.pages.soak import view as soakview
@@ -14,12 +20,17 @@ app_name = "gates"
 
 urlpatterns = [
     path("", detail.engagement_list, name="engagement-list"),
+    path("engagements/new/", engagement_editing.engagement_new, name="engagement-new"),
     path("engagements/<int:pk>/", detail.engagement_detail, name="engagement-detail"),
     path("gates/<int:pk>/", detail.gate_detail, name="gate-detail"),
+    path("gates/<int:pk>/history/", history.gate_history, name="gate-history"),
+    path("history/", history.clause_history, name="clause-history"),
+    path("runs/<int:pk>/compare/<int:other>/", history.run_compare, name="run-compare"),
     path("gates/<int:pk>/report/", report.gate_report, name="gate-report"),
     path("gates/<int:pk>/report.pdf", report.gate_report_pdf, name="gate-report-pdf"),
     path("gates/<int:pk>/runs/start/", actions.run_start, name="run-start"),
     path("gates/<int:pk>/review/", actions.gate_review, name="gate-review"),
+    path("gates/<int:pk>/spec/edit/", spec_editing.spec_edit, name="spec-edit"),
     path("gates/<int:pk>/spec/sign/", actions.spec_sign, name="spec-sign"),
     path("gates/<int:pk>/spec/reset/", actions.gate_reset, name="gate-reset"),
     path("runs/<int:pk>/", detail.run_detail, name="run-detail"),
@@ -34,6 +45,7 @@ urlpatterns = [
     path("traces/<int:pk>/", traces.trace_detail, name="trace-detail"),
     path("planner/", planner.planner_page, name="planner"),
     path("planner/engagements/<int:pk>/save/", planner.planner_save, name="planner-save"),
+    path("planner/ttft/", planner.planner_ttft_band, name="planner-ttft"),
     path("alerts/ack/<str:token>/", alerts.alert_ack, name="alert-ack"),
     path("alerts/<int:pk>/ack/", alerts.alert_ack_here, name="alert-ack-here"),
     path("settings/alerts/", alerts.alert_preferences, name="alert-preferences"),
@@ -46,4 +58,14 @@ urlpatterns = [
     path("tokens/", tokens.token_list, name="token-list"),
     path("tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
     path("audit/", audit.audit_log, name="audit-log"),
+    path("gates/<int:pk>/publication/", publishing.gate_publication, name="gate-publication"),
+    path("library/claims/new/", publishing.claim_new, name="claim-new"),
+    # The public evidence library: no login (gates/pages/library.py).
+    path("library/", library.library_index, name="library"),
+    path("library/reports/<str:slug>/", library.library_report, name="library-report"),
+    path("library/reports/<str:slug>/report.pdf", library.library_report_pdf, name="library-pdf"),
+    path("library/reports/<str:slug>/bundle.zip", library.library_bundle, name="library-bundle"),
+    path("library/claims/<str:slug>/", library.library_claim, name="library-claim"),
+    path("library/claims/<str:slug>/badge.svg", library.claim_badge, name="library-badge"),
+    path("library/claims/<str:slug>/feed.json", library.claim_feed, name="library-feed"),
 ]

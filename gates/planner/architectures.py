@@ -59,6 +59,8 @@ class ModelArch:
     sliding_layers: int = 0
     max_context: int | None = None
     parameters: int | None = None
+    heads: int | None = None  # query heads: the attention cost of prefill (gates.planner.speed)
+    active_parameters: int | None = None  # per token (MoE); None: all of `parameters`
     weight_dtype: str = "bf16"
     weight_bytes: int | None = None
     notes: tuple[str, ...] = ()
@@ -83,6 +85,8 @@ def model_from_fields(data: Mapping[str, Any], path: str = "model") -> ModelArch
         sliding_layers=(parse_optional_int(data, "sliding_layers", path) or 0) if window else 0,
         max_context=parse_optional_int(data, "max_context", path),
         parameters=parse_optional_int(data, "parameters", path),
+        heads=parse_optional_int(data, "heads", path),
+        active_parameters=parse_optional_int(data, "active_parameters", path),
         weight_dtype=parse_dtype(data.get("weight_dtype", "bf16"), WEIGHT_DTYPE_BYTES, path),
         weight_bytes=parse_optional_int(data, "weight_bytes", path, minimum=0),
     )
@@ -122,6 +126,7 @@ def model_from_config(config: Mapping[str, Any], path: str = "config") -> ModelA
         sliding_layers=sliding,
         notes=notes,
         max_context=max_context,
+        heads=heads,
     )
 
 

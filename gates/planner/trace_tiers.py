@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gates.planner import MIN_OFFLOAD_SAVING_SHARE
+from gates import figures
+from gates.planner import MIN_OFFLOAD_SAVING_SHARE, plan, request_from_dict
 from gates.planner.architectures import PlannerError, check
 from gates.planner.capacity import GIB
 
@@ -164,6 +165,13 @@ def _notes(profile: Mapping[str, Any], sizes: TierSizes) -> tuple[str, ...]:
     ]
     if sizes.dram_gib == 0 and sizes.ssd_gib == 0:
         notes.append("No DRAM or SSD size given: every offload share is 0.")
+    if sizes.prefill_tokens_per_s:
+        notes.append(
+            "The TTFT-saving band here is a cruder estimate than a G3 run's (gates.planner."
+            "run_band, simhost's engine): one prefill rate and the hit shares, no queueing, "
+            "batching or shared links, because a trace's sessions do not fit the engine's "
+            "warm-flush-resume workload. Read it as a share of prefill time, not a TTFT p50 change."
+        )
     if (profile.get("measured_from_request") or 0) == 0:
         notes.append("Measured over every request, cold cache included.")
     return tuple(notes)
@@ -184,3 +192,48 @@ def sizes_from_plan(plan: Mapping[str, Any], tiers: Mapping[str, Any]) -> TierSi
         )
     except (TypeError, ValueError) as error:
         raise PlannerError("tiers", str(error)) from None
+
+
+def replay_hit_bands(
+    profile: Mapping[str, Any] | None,
+    kv_plan: Mapping[str, Any] | None,
+    trace: Mapping[str, Any],
+    concurrencies: Sequence[int],
+) -> dict[int, tuple[float, float] | str]:
+    """Per concurrency tier of a replay of the trace: the band its GPU prefix cache hit rate
+    (vLLM's prefix_cache_hit_rate) should fall in, the 'gpu' tier's share of input tokens with
+    the saved plan's KV capacity and that tier's in-flight demand; or why there is none."""
+    reason = _no_hit_band(profile, kv_plan, trace)
+    if reason is not None:
+        return dict.fromkeys(concurrencies, reason)
+    assert profile is not None and kv_plan is not None  # else _no_hit_band said why
+    bands: dict[int, tuple[float, float] | str] = {}
+    for concurrency in concurrencies:
+        try:
+            result = plan(request_from_dict({**kv_plan, "concurrency": concurrency}))
+            gpu = predict_tiers(profile, sizes_from_plan(result.to_dict(), {})).tiers[0]
+        except PlannerError as error:
+            bands[concurrency] = f"the saved KV plan does not plan c={concurrency}: {error}"
+            continue
+        bands[concurrency] = (gpu.low, gpu.high)
+    return bands
+
+
+def _no_hit_band(
+    profile: Mapping[str, Any] | None, kv_plan: Mapping[str, Any] | None, trace: Mapping[str, Any]
+) -> str | None:
+    if not profile:
+        return "the trace's characterisation is not ready"
+    if not profile.get("prefix_information"):
+        return "the trace has no prefix information (load shape only)"
+    if not kv_plan:
+        return "the engagement has no saved KV plan (planner page), so the GPU cache is unknown"
+    fraction = float(trace.get("sample_fraction", 1.0))
+    if fraction < 1.0:
+        # Sampling keeps whole sessions but fewer of them: less pressure on the same cache,
+        # a curve the characterisation of the whole trace does not have.
+        return (
+            f"the replay sends {figures.share(fraction)} of the trace's sessions; the "
+            "characterisation's hit curve is the whole trace's"
+        )
+    return None

@@ -67,10 +67,28 @@ from gates.services.hosts.cleanup import (
     host_cleanups_due,
 )
 from gates.services.hosts.onboarding import host_connection_check, host_scan
-from gates.services.planning import engagement_kv_plan_save
+from gates.services.planning import (
+    engagement_kv_plan_save,
+    ttft_band_claim,
+    ttft_band_compute,
+    ttft_band_request,
+    ttft_bands_prune,
+    ttft_bands_to_compute,
+)
+from gates.services.reports import (
+    report_engine_decision,
+    report_inventory_decision,
+    report_pdf_claim,
+    report_pdf_current,
+    report_pdf_fail,
+    report_pdf_request,
+    report_pdf_store,
+    report_pdfs_to_render,
+)
 from gates.services.runs.attempts import run_spent_attempt
 from gates.services.runs.evaluation import run_decision_context, run_evaluate
 from gates.services.runs.lifecycle import (
+    MIN_CANCEL_REASON_CHARS,
     GateNotRunnableError,
     decision_record,
     host_lease_acquire,
@@ -85,6 +103,7 @@ from gates.services.runs.lifecycle import (
     runs_stale,
     runs_to_redispatch,
 )
+from gates.services.runs.predictions import run_ttft_prediction_record, runs_to_predict
 from gates.services.runs.recording import (
     ClaimLostError,
     Evaluation,
@@ -95,6 +114,7 @@ from gates.services.runs.recording import (
 from gates.services.runs.uploads import run_upload_decide, run_upload_record
 from gates.services.runs.workorder import run_execution
 from gates.services.soak.control import soak_extend, soak_stop
+from gates.services.soak.retention import PruneResult, soak_prune, soaks_to_prune
 from gates.services.soak.ticks import (
     SoakTick,
     soak_tick_claim,
@@ -112,6 +132,7 @@ from gates.services.traces import (
 )
 
 __all__ = [
+    "MIN_CANCEL_REASON_CHARS",
     "Actor",
     "ClaimLostError",
     "CleanupJob",
@@ -119,6 +140,7 @@ __all__ = [
     "GateNotRunnableError",
     "HostCleanupPendingError",
     "PoisonStepError",
+    "PruneResult",
     "RunSession",
     "ServiceError",
     "SoakTick",
@@ -169,6 +191,14 @@ __all__ = [
     "inventory_amendment_propose",
     "inventory_amendment_sign",
     "party_key_register",
+    "report_engine_decision",
+    "report_inventory_decision",
+    "report_pdf_claim",
+    "report_pdf_current",
+    "report_pdf_fail",
+    "report_pdf_request",
+    "report_pdf_store",
+    "report_pdfs_to_render",
     "run_assert_lease",
     "run_cancel",
     "run_claim",
@@ -181,26 +211,35 @@ __all__ = [
     "run_mark_canceled",
     "run_remote_dirs",
     "run_spent_attempt",
+    "run_ttft_prediction_record",
     "run_upload_decide",
     "run_upload_record",
     "runs_due_for_retry",
     "runs_stale",
+    "runs_to_predict",
     "runs_to_redispatch",
     "service_restart_record",
     "service_restarts",
     "silence_alert_send",
     "soak_extend",
+    "soak_prune",
     "soak_stop",
     "soak_tick_claim",
     "soak_tick_record",
     "soak_tick_release",
     "soak_tick_unreachable",
     "soaks_due",
+    "soaks_to_prune",
     "ssh_signature_check",
     "stop_loss_reset_sign",
     "trace_characterize",
     "trace_claim",
     "trace_upload",
     "traces_to_characterize",
+    "ttft_band_claim",
+    "ttft_band_compute",
+    "ttft_band_request",
+    "ttft_bands_prune",
+    "ttft_bands_to_compute",
     "webhook_create",
 ]

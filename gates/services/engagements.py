@@ -11,6 +11,7 @@ from gates.errors import IllegalTransitionError, NotAllowedError, ServiceError
 from gates.models import Decision, Engagement, Gate, GateSpec, Organization
 from gates.services.alerts.events import alert_review_decision
 from gates.services.audit import Actor, audit_record
+from gates.services.reports import report_pdf_at_decision
 from gates.services.runs.readouts import gate_readout_refresh
 from gates.specs import validation as specs
 from gates.specs.schema import GATE_KINDS
@@ -142,6 +143,7 @@ def _close_review(actor: Actor, gate: Gate, kind: str, justification: str) -> De
     # A waiver or a stop is not an engine decision, so the read does not change today; the
     # refresh keeps "every decision refreshes" true whatever gate_readout comes to include.
     gate_readout_refresh(gate.pk)
+    report_pdf_at_decision(decision)
     return decision
 
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from gates.alerts.events import silence_key
@@ -112,9 +113,18 @@ def silence_alert_send(*, stale: list[str]) -> Alert | None:
         body=_silence_message(stale),
     )
     if alert is not None and alert.delivered_at is None:
-        alert_deliver(alert_id=alert.pk)
+        if not alert_deliver(alert_id=alert.pk):
+            _await_delivery_in_progress(alert.pk)
         alert.refresh_from_db()
     return alert
+
+
+def _await_delivery_in_progress(alert_id: int) -> None:
+    """A live worker may have taken the alert (poked when it was enqueued) and hold its row while
+    it talks to the mail server: wait for that to commit, so the caller reports what happened
+    rather than "not yet sent" for a message on its way. Bounded by the mail server's timeout."""
+    with transaction.atomic():
+        list(Alert.objects.select_for_update(of=("self",)).filter(pk=alert_id).values("pk"))
 
 
 def _silence_message(stale: list[str]) -> str:

@@ -13,6 +13,10 @@ from config.celery import app
 ADVANCE_RUN = "runners.advance_run"
 DELIVER_ALERT = "runners.deliver_alert"
 CHARACTERIZE_TRACE = "runners.characterize_trace"
+PREDICT_RUN_TTFT = "runners.predict_run_ttft"
+PREDICT_PLANNER_TTFT = "runners.predict_planner_ttft"
+RENDER_REPORT_PDF = "runners.render_report_pdf"
+RENDER_LIBRARY_PDF = "runners.render_library_pdf"
 
 
 def send(task_name: str, *args: int) -> None:

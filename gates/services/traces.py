@@ -17,6 +17,7 @@ from gates.errors import DuplicateError, NotAllowedError, ServiceError
 from gates.models import Engagement, WorkloadTrace
 from gates.services import pokes
 from gates.services.audit import Actor, audit_record
+from gates.services.worklist import worklist_claim, worklist_stale
 from gates.specs.fields import WORKLOAD_PATHS
 from gates.tenancy import Viewer
 from runners.traces.characterize import characterize
@@ -97,12 +98,8 @@ def _count_valid(records: Iterator[TraceRecord]) -> int:
 
 def trace_claim(trace_id: int) -> bool:
     """Take the characterisation up; False when it is done or another worker holds it."""
-    now = timezone.now()
-    fresh = now - STALE_CLAIM
-    unclaimed = WorkloadTrace.objects.filter(
-        pk=trace_id, state=WorkloadTrace.State.CHARACTERIZING
-    ).exclude(claimed_at__gt=fresh)
-    return unclaimed.update(claimed_at=now, progress_done=0) == 1
+    waiting = WorkloadTrace.objects.filter(state=WorkloadTrace.State.CHARACTERIZING)
+    return worklist_claim(waiting, trace_id, STALE_CLAIM, progress_done=0)
 
 
 def trace_characterize(trace_id: int) -> None:
@@ -125,9 +122,8 @@ def trace_characterize(trace_id: int) -> None:
 
 def traces_to_characterize() -> list[int]:
     """Traces still waiting with no live claim: the beat sweep pokes them again."""
-    fresh = timezone.now() - STALE_CLAIM
     waiting = WorkloadTrace.objects.filter(state=WorkloadTrace.State.CHARACTERIZING)
-    return list(waiting.exclude(claimed_at__gt=fresh).values_list("pk", flat=True))
+    return worklist_stale(waiting, STALE_CLAIM)
 
 
 def _with_progress(records: Iterator[TraceRecord], trace_id: int) -> Iterator[TraceRecord]:

@@ -1,7 +1,7 @@
-"""What changed between two versions of a gate spec, field by field, in words a person reads.
-
-Pure: two spec documents in, a list of changes out. A proposal shows this against the version
-in force, and the alert to the other party quotes it.
+"""What changed between two versions of a gate spec, field by field, named by dotted path
+(`clauses[0].at_least_pct: 29 -> 25`): the engineer's form, kept in the audit trail and the
+API. Pure: two spec documents in, a list of changes out; gates/specs/words.py writes each change
+in the clause's own terms for the pages and alerts.
 """
 
 from __future__ import annotations
@@ -45,13 +45,6 @@ def spec_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Fi
     changes: list[FieldChange] = []
     _walk("", before, after, changes)
     return changes
-
-
-def changes_text(changes: list[FieldChange], limit: int = 20) -> str:
-    lines = [f"- {change}" for change in changes[:limit]]
-    if len(changes) > limit:
-        lines.append(f"- ... and {len(changes) - limit} more")
-    return "\n".join(lines) if lines else "- no field changed"
 
 
 def show(value: Any) -> str:

@@ -48,6 +48,8 @@ DESCRIPTIONS: dict[str, str] = {
     "expect.rocm_min": "Lowest ROCm version accepted (`6.2`).",
     "expect.vllm_min": "Lowest vLLM version accepted; local labels such as `+cu124` are "
     "ignored, and a pre-release (`rc1`, `.dev3`) is below its release.",
+    "expect.engine_min": "Lowest version of the serving engine the host's profile runs (its "
+    "version probe: SGLang's, vLLM's ...), compared as vllm_min is.",
     "expect.host_memory_min_gib": "Host RAM (from /proc/meminfo), at least, in GiB.",
     "expect.offload_tier": "The KV offload tier the host must offer (for vLLM's native "
     "offload: host DRAM; a vendor tier reports through its own probe).",
@@ -104,13 +106,24 @@ DESCRIPTIONS: dict[str, str] = {
     "split evenly over `statistics.attempts`; a pass or fail is wrong with at most half of "
     "it, over all attempts together.",
     "clauses": 'The bars. Each reads "metric(A) / metric(B) must change by at least X at '
-    'these tiers".',
+    'these tiers", or, for a goodput floor, "arm A keeps at least X % of its requests within '
+    'the SLO at these tiers".',
     "clauses[].metric": "The metric compared (see the metric list under the rules): "
-    "latencies in ms, lower is better; throughputs, higher is better.",
+    "latencies in ms, lower is better; throughputs, higher is better; `goodput`, the share of "
+    "a bench's requests that completed within `slo` (failed requests count against it), "
+    "higher is better.",
+    "clauses[].slo": "A `goodput` clause's service-level objective: a request meets it when "
+    "it completed and every stated bound holds (`<=`). At least one bound.",
+    "clauses[].slo.ttft_ms": "Time to first token of one request, in ms, at most.",
+    "clauses[].slo.tpot_ms": "Time per output token of one request, in ms, at most: (end-to-end "
+    "latency - TTFT) / (output tokens - 1), as vLLM's `--goodput`; a one-token output meets it.",
+    "clauses[].arm": "A goodput floor: the role (from `arms`) whose share of requests within "
+    "`slo` must be at least `at_least_pct`, instead of `compare` and `change`.",
     "clauses[].compare": "`A/B`: two role names from `arms`, e.g. `offload/baseline`.",
     "clauses[].change": "How A is held against B: `reduction` (1 - A/B, percent), `gain` "
     "(A/B - 1, percent) or `ratio` (A/B, a bare factor).",
-    "clauses[].at_least_pct": "The bar of a `reduction` or `gain`, in percent.",
+    "clauses[].at_least_pct": "The bar of a `reduction` or `gain`, in percent; of a goodput "
+    "floor, the share of requests within the SLO, in percent.",
     "clauses[].at_least": "The bar of a `ratio`, as a factor (8.6 = A is 8.6 times B).",
     "clauses[].tiers": 'Where the bar holds: `"all"` of the spec\'s tiers, or a list of '
     "them. Each tier is decided on its own (a cell).",
@@ -148,6 +161,10 @@ DESCRIPTIONS: dict[str, str] = {
     "below `min_power`. Left out: false.",
     "statistics.pool_tiers": "Pool a clause's spread across its tiers where the data support "
     "it (more power, same promise). Left out: false.",
+    "statistics.carry_repetitions": "A new attempt after an inconclusive one starts from that "
+    "attempt's repetitions (same spec version, same host and profile, else the run is refused) "
+    "and continues at the next look on their union, with its own share of the error budget. "
+    "Left out: false, every attempt starts afresh.",
     "statistics.outliers": "The pre-declared rule for disturbed repetitions: set aside and "
     "run again. Left out: a disturbed repetition makes the run `invalid`.",
     "statistics.outliers.max_reruns": "Disturbed repetitions that may be set aside and run "
@@ -158,6 +175,10 @@ DESCRIPTIONS: dict[str, str] = {
     "from the cell's median than an undisturbed one would with this probability per attempt "
     "(robust scale, never under the reference noise) counts as disturbed: set aside, run "
     "again and shown. Left out: only failed requests and preemptions flag a repetition.",
+    "statistics.outliers.step_level": "A repetition one of whose benches shows a level shift "
+    "in its per-request TTFTs (in send order) beyond what an undisturbed bench shows with this "
+    "probability per repetition counts as disturbed: set aside, run again and shown. A bench "
+    "without per-request TTFTs is named and not tested. Left out: no step check.",
     # G4.
     "duration_h": "Length of the soak, in hours (the clock starts with the first window, "
     "after the server is up). Under an hour is marked `compressed`.",
@@ -180,6 +201,13 @@ DESCRIPTIONS: dict[str, str] = {
     "soak.max_restarts": "Restarts at most. Left out: `limits.max_crashes` + 1.",
     "soak.free_space_floor_gib": "The agent refuses to start, or stops cleanly, below this "
     "much free disk, in GiB. Left out: 1.",
+    "retention": "Which windows' raw files are kept once the decision's evidence is sealed "
+    "(docs/soak.md, Retention). Left out: every window's raw files are kept.",
+    "retention.keep_every_nth_window": "Keep the raw files of every Nth window (the sample) "
+    "besides the telling ones (crashed, failed requests, a health note, a change point, the "
+    "hit-rate stop, the first and the last); 1 keeps all.",
+    "retention.keep_after_sealed_days": "Days after the evidence is sealed before the janitor "
+    "drops the others' raw files (the full bundle stays downloadable until then).",
     # Workload: one shape for offload_hit.workload, noise_floor.workload, workload and load.
     "workload.dataset": "How prompts are made: `random` (random tokens of `input_len`), "
     "`prefix_repetition` (shared prefixes of `prefix_len` plus a unique `suffix_len`), "
@@ -252,17 +280,34 @@ RULES: dict[str, list[tuple[str, str]]] = {
             + ", ".join(f"{name} at least {n}" for name, n in _PERCENTILES.items())
             + "; `mean` and throughputs need no minimum",
         ),
+        ("clauses[].slo", "required for metric `goodput`, refused for any other metric"),
         ("clauses[].compare", "two different role names that `arms` has"),
         (
+            "clauses[].compare",
+            "required, with `change`, except on a goodput floor, which refuses them",
+        ),
+        (
+            "clauses[].arm",
+            "only on a `goodput` clause (a floor), a role name `arms` has; a floor refuses "
+            "`compare`, `change`, `at_least` and the claims",
+        ),
+        (
             "clauses[].at_least_pct",
-            "required for `reduction` and `gain`, refused for `ratio`; a reduction below 100",
+            "required for `reduction` and `gain`, refused for `ratio`; a reduction below 100; "
+            "required for a goodput floor, at most 100",
         ),
         ("clauses[].at_least", "required for `ratio`, refused for `reduction` and `gain`"),
         ("clauses[].claimed_pct", "only for `reduction` and `gain`"),
         ("clauses[].claimed", "only for `ratio`"),
         ("clauses[].tiers", "a list names only tiers in the spec's `tiers`"),
     ],
-    "G4": [_MODEL_PATH_RULE, ("window_min", "not longer than the soak (`duration_h` x 60)")],
+    "G4": [
+        _MODEL_PATH_RULE,
+        (
+            "window_min",
+            "not longer than the soak (`duration_h` x 60), and at most 30,000 windows in it",
+        ),
+    ],
 }
 
 KIND_TITLES = {

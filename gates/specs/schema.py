@@ -35,7 +35,12 @@ METRICS.update(
         for name in ("output_throughput", "request_throughput", "total_token_throughput")
     }
 )
+# Not a normalized metric: the share of a bench's requests within a clause's `slo`, computed
+# from its per-request numbers (gates/decisions/goodput.py).
+GOODPUT = "goodput"
 KNOWN_METRICS = frozenset(METRICS)
+CLAUSE_METRICS = KNOWN_METRICS | {GOODPUT}
+ARM_ROLES = ("baseline", "offload", "recompute")
 
 
 # A JSON schema (or a part of one) is free-form JSON.
@@ -59,6 +64,9 @@ def _obj(properties: JsonSchema, required: list[str] | None = None) -> JsonSchem
     }
 
 
+# A bound of an SLO in ms: above zero, below a day.
+_SLO_BOUND = {"type": "number", "exclusiveMinimum": 0, "maximum": 86_400_000}
+SLO = {**_obj({"ttft_ms": _SLO_BOUND, "tpot_ms": _SLO_BOUND}, required=[]), "minProperties": 1}
 NULLABLE_NUMBER = {"type": ["number", "null"], "minimum": 0, "maximum": 1e9}
 VERSION_TEXT = {"type": ["string", "null"], "pattern": r"^[0-9][0-9A-Za-z.+_-]{0,39}$"}
 STOP_LOSS = _obj({"max_attempts": _integer(1, 10)})
@@ -136,6 +144,7 @@ G1_SCHEMA = _gate(
                 "cuda_min": VERSION_TEXT,
                 "rocm_min": VERSION_TEXT,
                 "vllm_min": VERSION_TEXT,
+                "engine_min": VERSION_TEXT,
                 "host_memory_min_gib": NULLABLE_NUMBER,
                 "offload_tier": _obj(
                     {"required": {"type": "boolean"}, "min_capacity_gib": NULLABLE_NUMBER}
@@ -191,6 +200,8 @@ CLAUSE = _obj(
         "change": {"enum": list(CHANGE_KINDS)},
         "at_least_pct": {"type": "number", "exclusiveMinimum": 0, "maximum": 100_000},
         "at_least": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
+        "slo": SLO,
+        "arm": {"enum": list(ARM_ROLES)},
         "tiers": {
             "oneOf": [
                 {"const": "all"},
@@ -198,7 +209,8 @@ CLAUSE = _obj(
             ]
         },
     },
-    required=["metric", "compare", "change", "tiers"],
+    # compare and change, or a goodput floor's arm: validation.py says which one is missing.
+    required=["metric", "tiers"],
 )
 G3_SCHEMA = _gate(
     "G3",
@@ -206,9 +218,7 @@ G3_SCHEMA = _gate(
         "workload": WORKLOAD,
         "arms": {
             "type": "object",
-            "properties": {
-                role: {"enum": list(ARM_KINDS)} for role in ("baseline", "offload", "recompute")
-            },
+            "properties": {role: {"enum": list(ARM_KINDS)} for role in ARM_ROLES},
             "required": ["baseline", "offload"],
             "additionalProperties": False,
         },
@@ -233,6 +243,10 @@ G3_SCHEMA = _gate(
 )
 G3_SCHEMA["properties"]["statistics"] = spec_statistics.STATISTICS
 CLAUSE["properties"].update(spec_statistics.CLAIMS)
+# A soak plans at most this many windows (duration_h x 60 / window_min): 72 h of 10 s windows is
+# 25,920. Each window keeps a stored sample and up to ten raw files, which its evidence bundle
+# carries (gates.evidence.layout sizes the bundle's member limit from this).
+MAX_SOAK_WINDOWS = 30_000
 G4_SCHEMA = _gate(
     "G4",
     {
@@ -260,7 +274,15 @@ G4_SCHEMA = _gate(
                 "free_space_floor_gib": _number(0, 1e6),
             },
             required=[],
-        )
+        ),
+        # Which windows' raw files Tollgate keeps once the evidence is sealed (docs/soak.md
+        # "Retention"); left out, every window's raw files are kept.
+        "retention": _obj(
+            {
+                "keep_every_nth_window": _integer(1, 1_000_000),
+                "keep_after_sealed_days": _number(0, 3650),
+            }
+        ),
     },
 )
 SCHEMAS = {"G1": G1_SCHEMA, "G2": G2_SCHEMA, "G3": G3_SCHEMA, "G4": G4_SCHEMA}

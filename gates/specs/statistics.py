@@ -27,6 +27,8 @@ STATISTICS = {
         "require_power": {"type": "boolean"},
         # Pool a clause's sd across its tiers where the data support it (decisions.md).
         "pool_tiers": {"type": "boolean"},
+        # A new attempt after an inconclusive one continues from its repetitions (decisions.md).
+        "carry_repetitions": {"type": "boolean"},
         "outliers": {
             "type": "object",
             "properties": {
@@ -34,6 +36,8 @@ STATISTICS = {
                 "max_preemptions": {"type": "integer", "minimum": 0, "maximum": 1_000_000},
                 # The chance, per attempt, that a robust screen flags an undisturbed repetition.
                 "screen_level": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.1},
+                # The chance, per repetition, that the step check flags an undisturbed one.
+                "step_level": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.1},
             },
             "required": ["max_reruns"],
             "additionalProperties": False,

@@ -31,7 +31,10 @@ from documents.spec import (
 )
 from gates.specs import statistics as spec_statistics
 from gates.specs.schema import (
+    CLAUSE_METRICS,
+    GOODPUT,
     KNOWN_METRICS,
+    MAX_SOAK_WINDOWS,
     METRICS,
     SCHEMAS,
     TEMPLATES_DIR,
@@ -183,8 +186,24 @@ def _kind_errors(spec: Spec) -> list[FieldError]:
         return _metric_errors("noise_floor.metric", spec["noise_floor"]["metric"])
     if spec["gate"] == "G3":
         return _g3_errors(spec)
-    if spec["window_min"] > spec["duration_h"] * 60:
+    return _g4_errors(spec)
+
+
+def _g4_errors(spec: G4Spec) -> list[FieldError]:
+    minutes = spec["duration_h"] * 60
+    if spec["window_min"] > minutes:
         return [FieldError("window_min", "a window cannot be longer than the soak")]
+    windows = math.ceil(minutes / spec["window_min"] - 1e-9)
+    if windows > MAX_SOAK_WINDOWS:
+        shortest = minutes / MAX_SOAK_WINDOWS
+        return [
+            FieldError(
+                "window_min",
+                f"{spec['duration_h']:g} h of {spec['window_min']:g}-minute windows is "
+                f"{windows:,} windows; at most {MAX_SOAK_WINDOWS:,}: make each window at "
+                f"least {shortest:.3g} minutes",
+            )
+        ]
     return []
 
 
@@ -204,10 +223,12 @@ def _g1_errors(expect: Expect) -> list[FieldError]:
     return errors
 
 
-def _metric_errors(field: str, name: str) -> list[FieldError]:
-    if name in KNOWN_METRICS:
+def _metric_errors(
+    field: str, name: str, known: frozenset[str] = KNOWN_METRICS
+) -> list[FieldError]:
+    if name in known:
         return []
-    return [FieldError(field, f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}")]
+    return [FieldError(field, f"unknown metric {name!r}; known: {', '.join(sorted(known))}")]
 
 
 def _g3_errors(document: G3Spec) -> list[FieldError]:
@@ -217,15 +238,63 @@ def _g3_errors(document: G3Spec) -> list[FieldError]:
         errors.append(FieldError("repetitions.min", "must not exceed repetitions.max"))
     for i, clause in enumerate(document["clauses"]):
         where = f"clauses[{i}]"
-        errors += _metric_errors(f"{where}.metric", clause["metric"])
+        errors += _metric_errors(f"{where}.metric", clause["metric"], CLAUSE_METRICS)
+        errors += _clause_tier_errors(f"{where}.tiers", clause["tiers"], document["tiers"])
+        errors += _slo_errors(where, clause)
+        if clause["metric"] == GOODPUT and "arm" in clause:
+            errors += _floor_errors(where, clause, document["arms"])
+            continue
+        errors += _ratio_shape_errors(where, clause)
+        if "compare" not in clause or "change" not in clause:
+            continue
         errors += _compare_errors(f"{where}.compare", clause["compare"], document["arms"])
         errors += _threshold_errors(where, clause)
-        errors += _clause_tier_errors(f"{where}.tiers", clause["tiers"], document["tiers"])
         percentile = METRICS.get(clause["metric"], ("", None))[1]
         rules = spec_statistics.clause_problems(clause, percentile, document["workload"])
         errors += [FieldError(f"{where}.{name}", message) for name, message in rules]
     plan = spec_statistics.repetition_problems(repetitions)
     return errors + [FieldError(f"repetitions.{name}", message) for name, message in plan]
+
+
+def _slo_errors(where: str, clause: ClauseSpec) -> list[FieldError]:
+    """An SLO belongs to a goodput clause, and a goodput clause has one."""
+    if clause["metric"] == GOODPUT and "slo" not in clause:
+        return [FieldError(f"{where}.slo", "is required for metric 'goodput'")]
+    if clause["metric"] != GOODPUT and "slo" in clause:
+        return [FieldError(f"{where}.slo", "applies only to metric 'goodput'")]
+    return []
+
+
+def _ratio_shape_errors(where: str, clause: ClauseSpec) -> list[FieldError]:
+    """A clause comparing arms names them and the change; `arm` belongs to goodput floors."""
+    errors = [
+        FieldError(f"{where}.{key}", "is required")
+        for key in ("compare", "change")
+        if key not in clause
+    ]
+    if "arm" in clause:
+        errors.append(FieldError(f"{where}.arm", "only a goodput floor names one arm"))
+    return errors
+
+
+def _floor_errors(where: str, clause: ClauseSpec, arms: Arms) -> list[FieldError]:
+    """A goodput floor: one of the spec's arms, its share in percent, nothing of a comparison."""
+    errors = [
+        FieldError(f"{where}.{key}", "does not apply to a goodput floor (it names one arm)")
+        for key in ("compare", "change", "at_least", "claimed", "claimed_pct")
+        if key in clause
+    ]
+    if clause["arm"] not in arms:
+        errors.append(
+            FieldError(
+                f"{where}.arm", f"unknown arm {clause['arm']!r}; the spec's arms are {sorted(arms)}"
+            )
+        )
+    if "at_least_pct" not in clause:
+        errors.append(FieldError(f"{where}.at_least_pct", "is required for a goodput floor"))
+    elif clause["at_least_pct"] > 100:
+        errors.append(FieldError(f"{where}.at_least_pct", "a share cannot exceed 100 %"))
+    return errors
 
 
 def _compare_errors(field: str, compare: str, arms: Arms) -> list[FieldError]:

@@ -11,6 +11,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from runners.adapters.aiperf import (
+    is_aiperf_record,
+    is_aiperf_summary,
+    parse_aiperf,
+    parse_aiperf_records,
+)
 from runners.adapters.documents import decode, first_line, load_json_records
 from runners.adapters.errors import AdapterError, CounterResetError, FormatProblem, reading
 from runners.adapters.gpu_inventory import (
@@ -21,13 +27,17 @@ from runners.adapters.gpu_inventory import (
 from runners.adapters.guidellm import parse_guidellm
 from runners.adapters.host_facts import (
     parse_df,
+    parse_engine_version,
     parse_meminfo,
     parse_rocm_version,
     parse_uname,
     parse_vllm_version,
 )
 from runners.adapters.kernel_log import parse_kernel_log
+from runners.adapters.lmcache_metrics import parse_lmcache_metrics
 from runners.adapters.replay_records import parse_replay_records
+from runners.adapters.sglang_bench import is_sglang_bench, json_text, parse_sglang_bench
+from runners.adapters.sglang_metrics import parse_sglang_metrics
 from runners.adapters.vllm_bench import AGGREGATE_KEY, parse_vllm_bench
 from runners.adapters.vllm_metrics import parse_vllm_metrics
 from runners.adapters.vllm_metrics_delta import metrics_delta
@@ -47,6 +57,8 @@ Adapter = Callable[..., dict[str, Any]]
 ADAPTERS: dict[str, Adapter] = {
     "vllm-bench": parse_vllm_bench,
     "guidellm": parse_guidellm,
+    "aiperf": parse_aiperf,
+    "aiperf-records": parse_aiperf_records,
     "vllm-metrics": parse_vllm_metrics,
     "gpu-inventory": parse_gpu_inventory,
     "meminfo": parse_meminfo,
@@ -56,10 +68,16 @@ ADAPTERS: dict[str, Adapter] = {
     "rocm-version": parse_rocm_version,
     "kernel-log": parse_kernel_log,
     "replay-records": parse_replay_records,
+    "sglang-bench": parse_sglang_bench,
+    "sglang-metrics": parse_sglang_metrics,
+    "engine-version": parse_engine_version,
+    "lmcache-metrics": parse_lmcache_metrics,
 }
 # Keys only a `vllm bench serve` result carries (besides the mean_ttft_ms-style aggregates).
 VLLM_BENCH_KEYS = ("completed", "duration", "request_throughput", "num_prompts", "model_id")
 PROMETHEUS_VLLM = re.compile(r"^(# (HELP|TYPE) )?vllm:[a-zA-Z_]", re.MULTILINE)
+PROMETHEUS_SGLANG = re.compile(r"^(# (HELP|TYPE) )?sglang:[a-zA-Z_]", re.MULTILINE)
+PROMETHEUS_LMCACHE = re.compile(r"^(# (HELP|TYPE) )?lmcache_mp_[a-zA-Z_]", re.MULTILINE)
 KERNEL_RELEASE = re.compile(r"^\d+\.\d+\.\d+-\S+$", re.ASCII)
 # /opt/rocm/.info/version: x.y.z-build, a build number where a kernel has a flavour.
 ROCM_INFO = re.compile(r"^\d+\.\d+\.\d+-\d+$", re.ASCII)
@@ -102,6 +120,10 @@ def _detect_text(text: str) -> str | None:
     line = first_line(text)
     if PROMETHEUS_VLLM.search(text):
         return "vllm-metrics"
+    if PROMETHEUS_SGLANG.search(text):
+        return "sglang-metrics"
+    if PROMETHEUS_LMCACHE.search(text):
+        return "lmcache-metrics"
     if line.startswith("MemTotal:"):
         return "meminfo"
     if line.startswith("Filesystem") and line.endswith("Mounted on"):
@@ -110,13 +132,20 @@ def _detect_text(text: str) -> str | None:
 
 
 def _detect_json(text: str) -> str | None:
-    records = load_json_records(text)
+    records = load_json_records(json_text(text))
     document = records[0][1]
     if isinstance(document, dict) and isinstance(document.get("benchmarks"), list):
         return "guidellm"
     if len(records) == 1 and json_inventory_source(document) is not None:
         return "gpu-inventory"
+    # Before vllm-bench: an AIPerf summary also holds a `request_throughput` key.
+    if is_aiperf_summary(document):
+        return "aiperf"
+    if is_aiperf_record(document):
+        return "aiperf-records"
     first = document[0] if isinstance(document, list) and document else document
+    if isinstance(first, dict) and is_sglang_bench(first):
+        return "sglang-bench"
     if isinstance(first, dict) and _is_vllm_bench(first):
         return "vllm-bench"
     return None

@@ -34,6 +34,16 @@ PLAIN_DECIMAL = re.compile(r"^-?\d{1,18}\.\d{1,18}$")
 NOT_CONFIG = ("engine", "model_name")
 
 
+def gpu_kv_cache_tokens(config: dict[str, Any] | None) -> int | None:
+    """The GPU KV cache size in tokens a typed cache config says (vLLM: blocks x block size;
+    SGLang: its token count), or None when it says none."""
+    config = config or {}
+    tokens = config.get("kv_cache_size_tokens")
+    if tokens is None and config.get("num_gpu_blocks") and config.get("block_size"):
+        tokens = config["num_gpu_blocks"] * config["block_size"]
+    return int(tokens) if tokens else None
+
+
 def read_cache_config(series: list[tuple[dict[str, str], float]]) -> dict[str, Any] | None:
     """The typed labels of the lowest-numbered engine's info series; None when absent.
 

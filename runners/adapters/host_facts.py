@@ -154,3 +154,20 @@ def _df_mount(row: str, pattern: re.Pattern[str], typed: bool, block: int) -> di
 def _df_bytes(value: str, block: int, mount: str) -> int | None:
     # df prints "-" where a pseudo file system has no size.
     return None if value == "-" else whole(int(value) * block, f"df {mount}")
+
+
+def parse_engine_version(text: str | bytes, *, source: str = "<input>") -> dict[str, Any]:
+    """Any engine's version probe (`python3 -c 'import sglang; print(sglang.__version__)'`,
+    `lmcache --version` ...): the last line that is a version, as vllm-version reads it."""
+    with reading(source):
+        lines = [line.strip() for line in decode(text).splitlines() if line.strip()]
+        for line in reversed(lines):
+            word = line.split()[-1]
+            match = VERSION.match(word)
+            if match:
+                return {
+                    "tool": "engine-version",
+                    "version": word.removeprefix("v"),
+                    "release": [int(part) for part in match.groups()[:3] if part is not None],
+                }
+        raise FormatProblem("no version line (expected e.g. 0.5.23)")

@@ -36,6 +36,7 @@ def _row(place: str, data: Any) -> dict[str, Any]:
     row = {
         "index": record.count("index", required=True),
         "sent_s": record.number("sent_s", required=True),
+        "send_at_s": record.number("send_at_s"),
         "ok": data.get("ok") is True,
         "measured": data.get("measured", True) is not False,
         "prompt_tokens": record.count("prompt_tokens"),
@@ -82,8 +83,35 @@ def summarize(rows: list[dict[str, Any]], max_concurrency: int | None = None) ->
             "itl_ms": _stats([gap for row in done for gap in row["itl_ms"]]),
             "e2el_ms": _stats([row["e2el_ms"] for row in done]),
             "warmup_requests": len(rows) - len(measured),
+            "per_request": _per_request(measured),
         }
     )
+
+
+def _per_request(measured: list[dict[str, Any]]) -> dict[str, Any]:
+    """The measured requests in send order (the G3 step check reads TTFT by it), failed as None;
+    `send_at_s` too when the records say when each was scheduled."""
+    ordered = sorted(measured, key=lambda row: (row["sent_s"], row["index"]))
+    ok = [row["ok"] and row["e2el_ms"] is not None for row in ordered]
+    requests: dict[str, Any] = {
+        "count": len(ordered),
+        "errors": ok.count(False),
+        "sent_s": [row["sent_s"] for row in ordered],
+        "ttft_ms": [
+            row["ttft_ms"] if good else None for row, good in zip(ordered, ok, strict=True)
+        ],
+        "e2el_ms": [
+            row["e2el_ms"] if good else None for row, good in zip(ordered, ok, strict=True)
+        ],
+        # A goodput clause's TPOT bound reads them (vLLM's TPOT: the tokens after the first).
+        "output_tokens": [
+            row["output_tokens"] if good else None for row, good in zip(ordered, ok, strict=True)
+        ],
+    }
+    if any(row.get("send_at_s") is not None for row in ordered):
+        # When each was scheduled to leave: the run page plots the arrival-time error.
+        requests["send_at_s"] = [row.get("send_at_s") for row in ordered]
+    return requests
 
 
 def _stats(values: list[float]) -> dict[str, float] | None:

@@ -127,8 +127,9 @@ def _first(samples: Samples, names: tuple[str, ...]) -> list[tuple[dict[str, str
     return None
 
 
-def _total(series: list[tuple[dict[str, str], float]] | None) -> float | None:
-    """Sum over engines and models; None when absent or when any value is NaN or infinite."""
+def series_total(series: list[tuple[dict[str, str], float]] | None) -> float | None:
+    """A Prometheus series summed over its labels (engines, models, ranks); None when absent
+    or when any value is NaN or infinite."""
     if not series:
         return None
     total = math.fsum(value for _, value in series)
@@ -136,11 +137,13 @@ def _total(series: list[tuple[dict[str, str], float]] | None) -> float | None:
 
 
 def _counters(samples: Samples) -> dict[str, float | None]:
-    counters = {name: _total(_first(samples, names)) for name, names in COUNTERS.items()}
+    counters = {name: series_total(_first(samples, names)) for name, names in COUNTERS.items()}
     for name, (sample, direction) in OFFLOAD_BY_DIRECTION.items():
         if counters[name] is None:
             series = samples.get(sample, [])
-            counters[name] = _total([s for s in series if s[0].get("transfer_type") == direction])
+            counters[name] = series_total(
+                [s for s in series if s[0].get("transfer_type") == direction]
+            )
     return counters
 
 
@@ -150,27 +153,27 @@ def _by_label(samples: Samples, name: str, label: str) -> dict[str, float | None
     groups: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
     for labels, value in samples[name]:
         groups[labels.get(label, "")].append((labels, value))
-    return {key: _total(series) for key, series in sorted(groups.items())}
+    return {key: series_total(series) for key, series in sorted(groups.items())}
 
 
 def _histogram(samples: Samples, bases: tuple[str, ...]) -> dict[str, float | None] | None:
     for base in bases:
         if f"{base}_count" in samples:
             return {
-                "count": _total(samples[f"{base}_count"]),
-                "sum": _total(samples.get(f"{base}_sum")),
+                "count": series_total(samples[f"{base}_count"]),
+                "sum": series_total(samples.get(f"{base}_sum")),
             }
     return None
 
 
 def _gauges(samples: Samples) -> dict[str, float | None]:
-    gauges = {name: _total(_first(samples, names)) for name, names in SUMMED_GAUGES.items()}
+    gauges = {name: series_total(_first(samples, names)) for name, names in SUMMED_GAUGES.items()}
     for name, names in AVERAGED_GAUGES.items():
         series = _first(samples, names)
-        total = _total(series)
+        total = series_total(series)
         gauges[name] = None if total is None or not series else total / len(series)
     for name, sample in PROCESS_GAUGES.items():
         # One process answers a scrape; its own process_* series are not per engine.
         series = samples.get(sample)
-        gauges[name] = _total(series[:1]) if series else None
+        gauges[name] = series_total(series[:1]) if series else None
     return gauges

@@ -1,6 +1,7 @@
-"""What happened on a vLLM server between two /metrics scrapes: counter deltas and hit rates.
+"""What happened on a server between two /metrics scrapes: counter deltas and hit rates.
 
-Takes two parse_vllm_metrics results. Pure: no I/O, no Django.
+Takes two results of one engine metrics adapter (vllm-metrics, sglang-metrics: one shape).
+Pure: no I/O, no Django.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from runners.adapters.errors import AdapterError, CounterResetError
 # finished_reason values that mean the request did not succeed (formats.md §3.1).
 FAILURE_REASONS = ("error", "abort")
 SOURCE = "metrics_delta"
+# The engine metrics adapters whose results share the vllm-metrics shape (docs/adapters.md).
+ENGINE_METRICS_TOOLS = ("vllm-metrics", "sglang-metrics")
 
 
 def metrics_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -22,7 +25,12 @@ def metrics_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     """
     for name, scrape in (("before", before), ("after", after)):
         if not _is_scrape(scrape):
-            raise AdapterError(f"{name} is not a parse_vllm_metrics result", source=SOURCE)
+            raise AdapterError(f"{name} is not an engine metrics result", source=SOURCE)
+    if before["tool"] != after["tool"]:
+        raise AdapterError(
+            f"the scrapes come from different engines ({before['tool']}, {after['tool']})",
+            source=SOURCE,
+        )
     _refuse_restart(before, after)
     counters = {
         name: _difference(name, before["counters"].get(name), value)
@@ -64,7 +72,7 @@ def _hit_rates(counters: dict[str, float | None]) -> dict[str, float | None]:
 def _is_scrape(scrape: Any) -> bool:
     return (
         isinstance(scrape, dict)
-        and scrape.get("tool") == "vllm-metrics"
+        and scrape.get("tool") in ENGINE_METRICS_TOOLS
         and all(isinstance(scrape.get(key), dict) for key in ("counters", "histograms", "gauges"))
     )
 

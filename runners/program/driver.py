@@ -32,6 +32,8 @@ HOST_WAIT_S = 3.0
 class Session(Protocol):
     @property
     def spec(self) -> dict[str, Any]: ...
+    @property
+    def first_repetition(self) -> int: ...
 
     def heartbeat(self) -> None: ...
     def has_plan(self) -> bool: ...
@@ -57,7 +59,8 @@ def drive(
 ) -> bool:
     """Advance the run; True when it needs another task, False when it ended here."""
     if not session.has_plan():
-        session.append_steps(sequence.plan_run(session.spec, probe_names))
+        plan = sequence.plan_run(session.spec, probe_names, first=session.first_repetition)
+        session.append_steps(plan)
     deadline, pause, beat = clock() + budget_s, FIRST_POLL_S, clock()
     answered = False
     while True:

@@ -18,7 +18,8 @@ from documents.step import Step, StepKind
 from runners import adapters
 from runners.artifact import Artifact
 from runners.cleanup import MARKER
-from runners.commands import fill, to_shell
+from runners.commands import HOSTCTL_ARGV, fill, to_shell
+from runners.engine import engine_of
 from runners.errors import BenchmarkError, SpecError
 from runners.hostcheck import contract_step, xid_check
 from runners.program import replay
@@ -34,10 +35,13 @@ from runners.results import (
 from runners.server import port as server_port
 from runners.server.launch import (
     cold_recovery_phases,
-    offload_server,
+    engine_healthy,
+    engine_metrics_text,
     offload_server_step,
     server_values,
+    stop_side_services,
 )
+from runners.server.side_metrics import scrape_services, with_service_facts
 from runners.soak import host as soak_host
 from runners.stepcontext import (
     LOG_TAIL_BYTES,
@@ -119,7 +123,7 @@ def _serve(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress
             f"(exit {status.exit_code}): {tail_of(ctx, run_dir)}",
             step=step["name"],
         )
-    if not _healthy(ctx):
+    if not engine_healthy(ctx):
         if time.time() - detail["since"] > ctx.serve_timeout_s:
             raise BenchmarkError(
                 f"the server was not healthy within {ctx.serve_timeout_s:.0f} s", step=step["name"]
@@ -127,21 +131,21 @@ def _serve(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress
         return StepProgress(False)
     found = server_port.listener(ctx.transport, ctx.values, ctx.run_dir)
     server_port.require_answered_by(found, status, host=ctx.transport.host, step=step["name"])
-    text = _metrics_text(ctx)
-    config = adapters.parse(text, tool="vllm-metrics").get("cache_config")
+    text = engine_metrics_text(ctx)
+    tool = engine_of(ctx.commands).metrics_tool
+    config = adapters.parse(text, tool=tool).get("cache_config")
     seconds = round(time.time() - detail["since"], 3)
     return StepProgress(
         True,
         {"healthy_after_s": seconds, "cache_config": config},
-        [Artifact(f"{run_dir_name(run_dir)}/metrics-at-start.txt", "vllm-metrics", text.encode())],
+        [Artifact(f"{run_dir_name(run_dir)}/metrics-at-start.txt", tool, text.encode())],
         log=f"{step['name']}: healthy after {seconds} s\n",
     )
 
 
 def _stop(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     ctx.transport.kill(remote_dir(ctx, {**step, "kind": "serve"}))
-    if offload_server(ctx.commands, ctx.values, step.get("arm_kind", "")) is not None:
-        ctx.transport.kill(remote_dir(ctx, {**step, "kind": "offload_server"}))
+    stop_side_services(ctx, step)
     xid_check(step, ctx)
     return StepProgress(True, log=f"{step['name']}: stopped\n")
 
@@ -152,7 +156,9 @@ def _bench(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress
         # Recorded before the launch: a launch whose answer an outage lost is sent again (and
         # adopted by its token) without a second scrape taken while the bench already runs.
         before, kept = _scrape(ctx, step, "before")
-        return StepProgress(False, {"metrics_before": before}, [kept])
+        services = scrape_services(ctx, step, _cell(step), "before")
+        recorded = {"metrics_before": before, "services_before": services.parsed}
+        return StepProgress(False, recorded, [kept, *services.artifacts], log=services.log)
     if not detail.get("launched"):
         phases = cold_recovery_phases(step["workload"], detail["metrics_before"], step["seed"])
         _launch_bench(ctx, step, run_dir, step["workload"], step["tier"], step["seed"], phases)
@@ -163,7 +169,7 @@ def _bench(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress
         )
     if not _bench_finished(ctx, step, run_dir, detail):
         return _new_output(ctx, step, run_dir, detail)
-    collected = _collect_bench(ctx, step, run_dir, detail["metrics_before"])
+    collected = _collect_bench(ctx, step, run_dir, detail)
     collected.log = _new_output(ctx, step, run_dir, detail).log + collected.log
     return collected
 
@@ -195,8 +201,7 @@ def _warmup(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgres
 
 def _complete(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
     template = [
-        "{python}",
-        "{run_dir}/hostctl.py",
+        *HOSTCTL_ARGV,
         "complete",
         "{base_url}",
         "{model}",
@@ -289,33 +294,46 @@ def _bench_finished(ctx: StepContext, step: Step, run_dir: str, detail: dict[str
 
 
 def _collect_bench(
-    ctx: StepContext, step: Step, run_dir: str, before: dict[str, Any]
+    ctx: StepContext, step: Step, run_dir: str, detail: dict[str, Any]
 ) -> StepProgress:
     if replay.is_trace(step["workload"]):
-        return _collect_replay(ctx, step, run_dir, before)
+        return _collect_replay(ctx, step, run_dir, detail)
+    before = detail["metrics_before"]
     local = ctx.scratch / f"{Path(run_dir).name}.json"
     ctx.transport.get(f"{run_dir}/result.json", str(local))
     raw = local.read_bytes()
     after, kept = _scrape(ctx, step, "after")
+    services = scrape_services(ctx, step, _cell(step), "after")
     source = f"{step['name']} result.json"
-    proof = bench_proof(raw, cell=_cell(step), source=source, before=before, after=after)
+    proof = bench_proof(
+        raw,
+        cell=_cell(step),
+        source=source,
+        before=before,
+        after=after,
+        tool=engine_of(ctx.commands).bench_tool,
+    )
     assert proof.measurement is not None  # a bench result always measures its cell
-    metrics, server = proof.measurement["metrics"], proof.measurement["server"]
+    server = with_service_facts(ctx, step, proof.measurement["server"], detail, services.parsed)
+    proof.measurement["server"] = server
+    metrics = proof.measurement["metrics"]
     return StepProgress(
         True,
         {"completed": metrics.get("completed"), "failed": metrics.get("failed"), "server": server},
-        [*proof.artifacts, kept],
+        [*proof.artifacts, kept, *services.artifacts],
         measurement=proof.measurement,
-        log=f"{step['name']}: {metrics.get('completed')} completed, "
+        log=services.log + f"{step['name']}: {metrics.get('completed')} completed, "
         f"{metrics.get('failed')} failed\n",
     )
 
 
 def _collect_replay(
-    ctx: StepContext, step: Step, run_dir: str, before: dict[str, Any]
+    ctx: StepContext, step: Step, run_dir: str, detail: dict[str, Any]
 ) -> StepProgress:
     after, kept = _scrape(ctx, step, "after")
-    server = server_facts(before, after)
+    services = scrape_services(ctx, step, _cell(step), "after")
+    server = server_facts(detail["metrics_before"], after)
+    server = with_service_facts(ctx, step, server, detail, services.parsed)
     measurement, artifacts = replay.replay_cell(ctx, step, run_dir, server)
     metrics = measurement["metrics"]
     fidelity = metrics["replay"]["fidelity"]
@@ -323,16 +341,18 @@ def _collect_replay(
     return StepProgress(
         True,
         {"completed": metrics["completed"], "failed": metrics["failed"], "server": server},
-        [*artifacts, kept],
+        [*artifacts, kept, *services.artifacts],
         measurement=measurement,
-        log=f"{step['name']}: {metrics['completed']} completed, {metrics['failed']} failed; "
-        f"replay {verdict}\n",
+        log=services.log + f"{step['name']}: {metrics['completed']} completed, "
+        f"{metrics['failed']} failed; replay {verdict}\n",
     )
 
 
 def _scrape(ctx: StepContext, step: Step, moment: str) -> tuple[dict[str, Any], Artifact]:
-    text = _metrics_text(ctx)
-    return metrics_scrape(text, cell=_cell(step), moment=moment, source=f"{step['name']} /metrics")
+    text = engine_metrics_text(ctx)
+    source = f"{step['name']} /metrics"
+    tool = engine_of(ctx.commands).metrics_tool
+    return metrics_scrape(text, cell=_cell(step), moment=moment, source=source, tool=tool)
 
 
 def _cell(step: Step) -> Cell:
@@ -356,25 +376,6 @@ def wait_for_exit(ctx: StepContext, run_dir: str, seconds: float) -> None:
 
 def run_dir_name(run_dir: str) -> str:
     return Path(run_dir).name
-
-
-def _healthy(ctx: StepContext) -> bool:
-    argv = fill(
-        ["{python}", "{run_dir}/hostctl.py", "health", "{base_url}"],
-        {**ctx.values, "run_dir": ctx.run_dir, "base_url": ctx.base_url},
-    )
-    return ctx.transport.run(argv, timeout=30).ok
-
-
-def _metrics_text(ctx: StepContext) -> str:
-    argv = fill(
-        ["{python}", "{run_dir}/hostctl.py", "metrics", "{base_url}"],
-        {**ctx.values, "run_dir": ctx.run_dir, "base_url": ctx.base_url},
-    )
-    result = ctx.transport.run(argv, timeout=30)
-    if not result.ok:
-        raise BenchmarkError(f"could not read the server's /metrics: {result.stderr[-300:]}")
-    return result.stdout
 
 
 def _soak(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from documents.step import Step
 from runners.adapters.replay_records import parse_replay_records, summarize
+from runners.adapters.vllm_trace_records import parse_vllm_trace_records, records_lines
 from runners.artifact import Artifact
+from runners.commands import placeholders_in
 from runners.errors import SpecError
 from runners.results import Cell
 from runners.stepcontext import StepContext, StepProgress
@@ -30,7 +34,9 @@ from runners.traces.fidelity import (
     check_fidelity,
 )
 from runners.traces.readers.formats import FORMATS, read_trace_bytes, trace_block_tokens
+from runners.traces.records import TraceRecord
 from runners.traces.replay import ReplaySettings, replay_requests
+from runners.traces.vllm_replay import chunk_tokens, timed_trace_replay
 
 # Seconds the caches fill before requests count, when the spec's trace names none.
 DEFAULT_WARMUP_S = 0.0
@@ -91,14 +97,14 @@ def _build(
     except LookupError as error:
         raise SpecError(str(error), field="workload.trace.sha256") from None
     records = read_trace_bytes(content, trace["format"], trace.get("block_tokens"))
+    lines = _replay_lines(ctx.commands, records, replay_settings(workload, tier))
     digest, planned = hashlib.sha256(), []
     local = ctx.scratch / f"{name}.jsonl"
     with local.open("wb") as out:
-        for request in replay_requests(records, replay_settings(workload, tier)):
-            line = request.to_json()
+        for line, request in lines:
             digest.update(line)
             out.write(line)
-            planned.append(PlannedRequest.of(request).to_row())
+            planned.append(request.to_row())
     plan = json.dumps({"digest": digest.hexdigest(), "requests": planned}).encode()
     (ctx.scratch / f"{name}.plan.json").write_bytes(plan)
     ctx.transport.put(str(local), replay_path(ctx, name))
@@ -112,6 +118,26 @@ def _build(
     return summary, plan
 
 
+def _replay_lines(
+    commands: dict[str, Any], records: Iterable[TraceRecord], settings: ReplaySettings
+) -> Iterator[tuple[bytes, PlannedRequest]]:
+    """Each kept request as the profile's client reads it, with its plan entry."""
+    if sends_timed_trace(commands):
+        return timed_trace_replay(records, settings)
+    return (
+        (request.to_json(), PlannedRequest.of(request))
+        for request in replay_requests(records, settings)
+    )
+
+
+def sends_timed_trace(commands: dict[str, Any]) -> bool:
+    """Whether the profile's trace command is `vllm bench serve`'s timed-trace replay (it names
+    {timed_trace_file} and writes vLLM's detailed result) rather than Tollgate's own client
+    (it names {replay_file}, the token ids, and writes {records_file})."""
+    template = commands.get("bench", {}).get("trace")
+    return template is not None and "timed_trace_file" in placeholders_in(template)
+
+
 def replay_path(ctx: StepContext, name: str) -> str:
     return f"{ctx.run_dir}/{name}.jsonl"
 
@@ -121,9 +147,26 @@ def plan_path(ctx: StepContext, name: str) -> str:
 
 
 def replay_values(ctx: StepContext, step: Step, run_dir: str) -> dict[str, Any]:
-    """The trace template's own values: the replay file and where the records go."""
-    name = replay_name(step["workload"], step["tier"])
-    return {"replay_file": replay_path(ctx, name), "records_file": f"{run_dir}/records.jsonl"}
+    """The trace template's own values: the replay file and where the records go; for vLLM's
+    timed trace also how many rows it has, the block size it was cut into and the client's
+    hash seed (the same on every arm, so each arm's client makes the same prompts)."""
+    workload, tier = step["workload"], step["tier"]
+    name = replay_name(workload, tier)
+    if not sends_timed_trace(ctx.commands):
+        return {"replay_file": replay_path(ctx, name), "records_file": f"{run_dir}/records.jsonl"}
+    document = json.loads(_fetch_plan(ctx, step, f"{Path(run_dir).name}-plan.json"))
+    return {
+        "timed_trace_file": replay_path(ctx, name),
+        "replay_prompts": len(document["requests"]),
+        "trace_block_tokens": chunk_tokens(replay_settings(workload, tier)),
+        "replay_seed": replay_seed(workload, tier),
+    }
+
+
+def _fetch_plan(ctx: StepContext, step: Step, local_name: str) -> bytes:
+    local = ctx.scratch / local_name
+    ctx.transport.get(plan_path(ctx, replay_name(step["workload"], step["tier"])), str(local))
+    return local.read_bytes()
 
 
 def replay_cell(
@@ -134,18 +177,11 @@ def replay_cell(
 ) -> tuple[dict[str, Any], list[Artifact]]:
     """The cell's measurement from its records: the clauses' metrics and the fidelity."""
     cell = Cell(step["arm"], step["tier"], step["repetition"])
-    local = ctx.scratch / f"{cell.label}-records.jsonl"
-    ctx.transport.get(f"{run_dir}/records.jsonl", str(local))
-    raw = local.read_bytes()
-    plan_file = ctx.scratch / f"{cell.label}-plan.json"
-    ctx.transport.get(plan_path(ctx, replay_name(step["workload"], step["tier"])), str(plan_file))
-    plan = plan_file.read_bytes()
-    source = f"{step['name']} records.jsonl"
-    parse_replay_records(raw, source=source)  # refuses a broken file, naming its line
+    document = json.loads(_fetch_plan(ctx, step, f"{cell.label}-plan.json"))
+    planned = [PlannedRequest.from_row(row) for row in document["requests"]]
+    raw, kept = _records(ctx, step, run_dir, cell, planned)
     rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
     metrics = summarize([_row(row) for row in rows], max_concurrency=step["tier"])
-    document = json.loads(plan)
-    planned = [PlannedRequest.from_row(row) for row in document["requests"]]
     hit = (server or {}).get("prefix_cache_hit_rate")
     fidelity = check_fidelity(
         planned,
@@ -165,13 +201,35 @@ def replay_cell(
         "server": server,
         "artifact": artifact.name,
     }
-    return measurement, [artifact]
+    return measurement, [artifact, *kept]
+
+
+def _records(
+    ctx: StepContext, step: Step, run_dir: str, cell: Cell, planned: list[PlannedRequest]
+) -> tuple[bytes, list[Artifact]]:
+    """The cell's records file, checked; from vLLM's detailed result when the profile replays
+    with `vllm bench serve` (its warm-up flags from the plan, the result kept beside them)."""
+    if not sends_timed_trace(ctx.commands):
+        local = ctx.scratch / f"{cell.label}-records.jsonl"
+        ctx.transport.get(f"{run_dir}/records.jsonl", str(local))
+        raw = local.read_bytes()
+        parse_replay_records(raw, source=f"{step['name']} records.jsonl")  # names a bad line
+        return raw, []
+    local = ctx.scratch / f"{cell.label}-result.json"
+    ctx.transport.get(f"{run_dir}/result.json", str(local))
+    result = local.read_bytes()
+    records = parse_vllm_trace_records(result, source=f"{step['name']} result.json")
+    measured = {request.index: request.measured for request in planned}
+    for record in records:
+        record["measured"] = measured.get(record["index"], True)
+    return records_lines(records), [Artifact(f"{cell.label}/result.json", "vllm-bench", result)]
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "index": row["index"],
         "sent_s": float(row["sent_s"]),
+        "send_at_s": row.get("send_at_s"),
         "ok": row.get("ok") is True,
         "measured": row.get("measured", True) is not False,
         "prompt_tokens": row.get("prompt_tokens"),

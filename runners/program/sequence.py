@@ -21,8 +21,11 @@ HIT_ARM = "offload_hit"
 WARMUP_PROMPTS = 4
 
 
-def plan_run(spec: dict[str, Any], probe_names: list[str]) -> list[Step]:
-    """The initial plan of a run of this spec."""
+def plan_run(spec: dict[str, Any], probe_names: list[str], *, first: int = 1) -> list[Step]:
+    """The initial plan of a run of this spec; a G3 run's repetitions are numbered from `first`
+    (after those it carries from an earlier attempt)."""
+    if spec["gate"] == "G3":
+        return with_contract_check(_plan_g3_start(spec, probe_names, first), probe_names)
     program = PROGRAMS.get(spec["gate"])
     if program is None:
         raise ValueError(f"no program for {spec['gate']}")
@@ -34,13 +37,13 @@ def has_program(kind: str) -> bool:
     return kind in PROGRAMS
 
 
-def _plan_g3_start(spec: dict[str, Any], probe_names: list[str]) -> list[Step]:
+def _plan_g3_start(spec: dict[str, Any], probe_names: list[str], first: int = 1) -> list[Step]:
     prepare: Step = {"name": "prepare host", "kind": "prepare"}
     replays = [(spec["workload"], tier) for tier in spec["tiers"]]
     return [
         prepare,
         *_replay_steps(replays),
-        *plan_g3_repetitions(spec, first=1, count=spec["repetitions"]["min"]),
+        *plan_g3_repetitions(spec, first=first, count=spec["repetitions"]["min"]),
     ]
 
 

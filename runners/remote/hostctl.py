@@ -4,7 +4,7 @@ Standard library only (any Python 3.6+). Talks to the OpenAI-compatible server o
 the orchestrator needs no curl there and never sends prompts through a shell:
 
     python3 hostctl.py health URL [PATH]     exit 0 when URL/health (or URL+PATH) answers 200
-    python3 hostctl.py metrics URL           print URL/metrics
+    python3 hostctl.py metrics URL [PATH]    print URL/metrics (or URL+PATH)
     python3 hostctl.py complete URL MODEL MAX_TOKENS PROMPTS_JSON_FILE
                                              greedy completions, one JSON line per prompt
     python3 hostctl.py tier                  the native offload tier (host DRAM) as JSON
@@ -49,9 +49,12 @@ def health(base_url, path="/health"):
         return 1
 
 
-def metrics(base_url):
+def metrics(base_url, path="/metrics"):
     urllib = _http()
-    with urllib.request.urlopen(base_url + "/metrics", timeout=TIMEOUT_S) as response:
+    if not path.startswith("/"):
+        sys.stderr.write("PATH must start with /\n")
+        return 2
+    with urllib.request.urlopen(base_url + path, timeout=TIMEOUT_S) as response:
         sys.stdout.write(response.read().decode("utf-8", "replace"))
     return 0
 
@@ -267,7 +270,7 @@ def _float(text):
 
 COMMANDS = {
     "health": (health, (1, 2)),
-    "metrics": (metrics, (1,)),
+    "metrics": (metrics, (1, 2)),
     "complete": (complete, (4,)),
     "tier": (tier, (0,)),
     "listener": (listener, (1,)),

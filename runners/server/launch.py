@@ -1,5 +1,6 @@
 """What a server session needs beyond its `serve` template: the context length its model and
-workload allow, and the offload tier's own server (LMCache's) started before vLLM.
+workload allow, the side services (LMCache's server, ...) started before the engine, and the
+engine's own health and metrics endpoints (runners/engine.py).
 
 No Django. Reads the host through the run's transport; every command is a filled template.
 """
@@ -12,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from documents.step import Step
-from runners.commands import fill
+from runners.adapters.cache_config import gpu_kv_cache_tokens
+from runners.commands import HOSTCTL_ARGV, fill
+from runners.engine import SideService, engine_of
 from runners.errors import BenchmarkError, SpecError
 from runners.stepcontext import StepContext, StepProgress, remote_dir, tail_of
 from runners.transport import Transport
@@ -75,54 +78,69 @@ def _uses_max_model_len(commands: dict[str, Any]) -> bool:
     return any("{max_model_len}" in token for t in commands["serve"].values() for token in t)
 
 
-def offload_server(
+def side_services(
     commands: dict[str, Any], values: dict[str, Any], arm_kind: str
-) -> dict[str, Any] | None:
-    """The offload tier's own server for this arm, if its backend has one: the profile's
-    `offload_servers[offload_backend]`, a `start` and a `health` template (LMCache's
-    multi-process server, which vLLM >= 0.25 expects for `--kv-offloading-backend lmcache`)."""
-    if arm_kind != "offload":
-        return None
-    server: dict[str, Any] | None = commands.get("offload_servers", {}).get(
-        values.get("offload_backend")
-    )
-    return server
+) -> list[SideService]:
+    """The side services this arm runs beside its engine (runners/engine.py), in start order:
+    LMCache's multi-process server, Mooncake's master and metadata server, ..."""
+    return engine_of(commands).services_for(arm_kind, values)
 
 
-def offload_server_healthy(
-    transport: Transport, server: dict[str, Any], values: dict[str, Any]
+def service_dir(step_dir: str, service: SideService) -> str:
+    return f"{step_dir}/{service.name}"
+
+
+def side_service_healthy(
+    transport: Transport, service: SideService, values: dict[str, Any]
 ) -> bool:
-    """The offload server's health command exits 0."""
-    return transport.run(fill(server["health"], values), timeout=HEALTH_TIMEOUT_S).ok
+    """The service's health command exits 0 (a service without one is healthy once started)."""
+    if service.health is None:
+        return True
+    return transport.run(fill(service.health, values), timeout=HEALTH_TIMEOUT_S).ok
 
 
 def offload_server_step(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
-    """The offload tier's own server (LMCache's), started and healthy before vLLM starts;
-    nothing to do for a backend without one (native offload lives inside vLLM)."""
-    server = offload_server(ctx.commands, ctx.values, step["arm_kind"])
-    if server is None:
+    """The arm's side services, each started and healthy, in order, before the engine starts
+    (a metadata server before the store that registers with it); nothing to do for an engine
+    or backend without any (vLLM's native offload lives inside vLLM)."""
+    services = side_services(ctx.commands, ctx.values, step["arm_kind"])
+    if not services:
         return StepProgress(True, log=f"{step['name']}: none needed\n")
-    run_dir = remote_dir(ctx, step)
+    step_dir = remote_dir(ctx, step)
+    index = detail.get("index", 0)
+    service = services[index]
+    run_dir = service_dir(step_dir, service)
     values = {**ctx.values, "run_dir": ctx.run_dir}
     if not detail.get("launched"):
-        name = f"{ctx.token}-{Path(run_dir).name}"
-        ctx.transport.launch_detached(run_dir, name, fill(server["start"], values))
-        since = time.time()
-        return StepProgress(False, {"launched": True, "run_dir": run_dir, "since": since})
+        name = f"{ctx.token}-{Path(step_dir).name}-{service.name}"
+        ctx.transport.launch_detached(run_dir, name, fill(service.start, values))
+        recorded = {"launched": True, "run_dir": run_dir, "since": time.time(), "index": index}
+        return StepProgress(False, recorded, log=f"{step['name']}: {service.name} launched\n")
     status = ctx.transport.status(run_dir)
     if status.finished or status.vanished:
         raise BenchmarkError(
-            f"the offload server exited (exit {status.exit_code}): {tail_of(ctx, run_dir)}",
+            f"the side service {service.name} exited (exit {status.exit_code}): "
+            f"{tail_of(ctx, run_dir)}",
             step=step["name"],
         )
-    if offload_server_healthy(ctx.transport, server, values):
-        return StepProgress(True, log=f"{step['name']}: healthy\n")
+    if side_service_healthy(ctx.transport, service, values):
+        log = f"{step['name']}: {service.name} healthy\n"
+        if index + 1 < len(services):
+            return StepProgress(False, {"launched": False, "index": index + 1}, log=log)
+        return StepProgress(True, log=log)
     if time.time() - detail["since"] > ctx.serve_timeout_s:
         raise BenchmarkError(
-            f"the offload server was not healthy within {ctx.serve_timeout_s:.0f} s",
+            f"the side service {service.name} was not healthy within {ctx.serve_timeout_s:.0f} s",
             step=step["name"],
         )
     return StepProgress(False)
+
+
+def stop_side_services(ctx: StepContext, step: Step) -> None:
+    """Stop the session's side services, last started first."""
+    step_dir = remote_dir(ctx, {**step, "kind": "offload_server"})
+    for service in reversed(side_services(ctx.commands, ctx.values, step.get("arm_kind", ""))):
+        ctx.transport.kill(service_dir(step_dir, service))
 
 
 def cold_recovery_phases(
@@ -132,10 +150,7 @@ def cold_recovery_phases(
     dataset. (A server that does not say its cache size cannot be flushed: refused.)"""
     if workload.get("dataset") != "cold_recovery":
         return None
-    config = metrics.get("cache_config") or {}
-    tokens = config.get("kv_cache_size_tokens")
-    if tokens is None and config.get("num_gpu_blocks") and config.get("block_size"):
-        tokens = config["num_gpu_blocks"] * config["block_size"]
+    tokens = gpu_kv_cache_tokens(metrics.get("cache_config"))
     if not tokens:
         raise BenchmarkError("cold_recovery: /metrics says no GPU KV cache size to flush")
     # A seed of its own: the flush prompts must share nothing with the sessions'.
@@ -143,3 +158,26 @@ def cold_recovery_phases(
         "flush_prompts": cold_recovery_flush_prompts(workload, int(tokens)),
         "flush_seed": (seed + 7_777_777) % 2**32,
     }
+
+
+def engine_healthy(ctx: StepContext) -> bool:
+    """The engine answers its health path (runners/engine.py) with 200."""
+    path = engine_of(ctx.commands).health_path
+    argv = fill(
+        [*HOSTCTL_ARGV, "health", "{base_url}", path],
+        {**ctx.values, "run_dir": ctx.run_dir, "base_url": ctx.base_url},
+    )
+    return ctx.transport.run(argv, timeout=30).ok
+
+
+def engine_metrics_text(ctx: StepContext) -> str:
+    """The engine's metrics page, read on the host through hostctl."""
+    path = engine_of(ctx.commands).metrics_path
+    argv = fill(
+        [*HOSTCTL_ARGV, "metrics", "{base_url}", path],
+        {**ctx.values, "run_dir": ctx.run_dir, "base_url": ctx.base_url},
+    )
+    result = ctx.transport.run(argv, timeout=30)
+    if not result.ok:
+        raise BenchmarkError(f"could not read the server's /metrics: {result.stderr[-300:]}")
+    return result.stdout

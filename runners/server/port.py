@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from runners.commands import fill
+from runners.commands import HOSTCTL_ARGV, fill
 from runners.errors import InfrastructureError
 from runners.transport import DetachedStatus, Transport
 
@@ -43,9 +43,7 @@ class Listener:
 
 def listener(transport: Transport, values: dict[str, Any], run_dir: str) -> Listener:
     """Ask the host helper (uploaded to run_dir) who listens on the run's port."""
-    argv = fill(
-        ["{python}", "{run_dir}/hostctl.py", "listener", "{port}"], {**values, "run_dir": run_dir}
-    )
+    argv = fill([*HOSTCTL_ARGV, "listener", "{port}"], {**values, "run_dir": run_dir})
     result = transport.run(argv, timeout=LISTENER_TIMEOUT_S)
     try:
         # Free-form JSON from the host: None or a wrong shape raises below, caught here.

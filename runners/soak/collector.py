@@ -16,6 +16,7 @@ from typing import Any
 from runners import adapters
 from runners.artifact import Artifact
 from runners.commands import fill
+from runners.engine import engine_of
 from runners.errors import SpecError
 from runners.results import server_facts
 from runners.soak import fitness
@@ -73,6 +74,7 @@ def agent_config(
             field="load.dataset",
         )
     base_url = f"http://{values['host_address']}:{values['port']}"
+    engine = engine_of(commands)
     bench_values = {
         **values,
         **workload_values(load),
@@ -90,8 +92,8 @@ def agent_config(
         "serve_argv": fill(commands["serve"][SOAK_ARM], values),
         "bench_argv": fill(template, bench_values),
         "bench_result": f"{paths.data_dir}/bench-current.json",
-        "health_url": base_url + "/health",
-        "metrics_url": base_url + "/metrics",
+        "health_url": base_url + engine.health_path,
+        "metrics_url": base_url + engine.metrics_path,
         **_gpu_probes(commands, values),
         "kernel_log_argv": _probe_argv(commands, values, "kernel_log"),
         "restart_on_crash": soak.get("restart_on_crash", True),
@@ -293,8 +295,9 @@ def _server_numbers(window: Window, sample: dict[str, Any], notes: list[str]) ->
     if not before or not after:
         return
     try:
-        first = adapters.parse(before, tool="vllm-metrics")
-        last = adapters.parse(after, tool="vllm-metrics")
+        # Detected: every engine's metrics page names its engine (vllm:, sglang:).
+        first = adapters.parse(before)
+        last = adapters.parse(after, tool=first["tool"])
         sample["external_hit_rate"] = server_facts(first, last)["external_hit_rate"]
     except adapters.AdapterError as error:
         notes.append(f"/metrics: {error}")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from documents.step import Step
-from runners.commands import fill
+from runners.commands import HOSTCTL_ARGV, fill
 from runners.errors import InfrastructureError
 from runners.soak import collector
 from runners.stepcontext import StepContext
@@ -69,10 +69,8 @@ def read(
 ) -> collector.Read:
     """One tick's read: acknowledge what is stored, pass on a stop or a new deadline, and
     return the agent's state and the next windows after `offset`."""
-    # -S: no site-packages (soak-read is standard library only); it halves Python's start-up,
-    # paid on every tick of every collector.
     argv = fill(
-        ["{python}", "-S", "{run_dir}/hostctl.py", "soak-read", "{run_dir}/soak-data"],
+        [*HOSTCTL_ARGV, "soak-read", "{run_dir}/soak-data"],
         {"python": python, "run_dir": paths.run_dir},
     )
     argv += [

@@ -198,22 +198,53 @@ def _hit_rate(
     return {"achieved": achieved, "band": [low, high], "inside": inside}, error
 
 
-def replay_fidelity_summary(measurements: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def replay_fidelity_summary(
+    measurements: Sequence[Mapping[str, Any]],
+    hit_bands: Mapping[int, tuple[float, float] | str] | None = None,
+) -> dict[str, Any] | None:
     """Over a run's measurements: each replayed cell's fidelity, the reasons that make the run
     invalid (a cell that missed a bar) and the notes (a hit rate outside its band, a model
-    error). None when no measurement was a replay."""
-    cells, reasons, notes = [], [], []
+    error). `hit_bands`, per concurrency tier: the planner's predicted hit-rate band for the
+    cell's achieved hit rate, or why there is none (gates.planner.trace_tiers.replay_hit_bands).
+    None when no measurement was a replay."""
+    cells, reasons, notes, missing = [], [], [], set()
     for item in measurements:
         replay = (item.get("metrics") or {}).get("replay")
         if not isinstance(replay, Mapping) or not isinstance(replay.get("fidelity"), Mapping):
             continue
-        fidelity = replay["fidelity"]
+        fidelity = _against_band(replay["fidelity"], hit_bands, item.get("tier"))
         label = f"{item.get('arm')} c={item.get('tier')} r{item.get('repetition')}"
         cells.append({"cell": label, "digest": replay.get("digest"), **fidelity})
         reasons += [f"replay {label}: {reason}" for reason in fidelity.get("reasons") or []]
         if fidelity.get("model_error"):
             notes.append(f"replay {label}: {fidelity['model_error']}")
+        if (fidelity.get("hit_rate") or {}).get("band_missing"):
+            missing.add(fidelity["hit_rate"]["band_missing"])
     if not cells:
         return None
     digests = {cell["digest"] for cell in cells}
-    return {"cells": cells, "reasons": reasons, "notes": notes, "digests": sorted(digests)}
+    return {
+        "cells": cells,
+        "reasons": reasons,
+        "notes": notes,
+        "digests": sorted(digests),
+        "hit_band_missing": sorted(missing),
+    }
+
+
+def _against_band(
+    fidelity: Mapping[str, Any],
+    hit_bands: Mapping[int, tuple[float, float] | str] | None,
+    tier: Any,
+) -> dict[str, Any]:
+    """The cell's achieved hit rate against its tier's band: outside is the model-error note;
+    a tier without a band says why (never a guessed band). Without bands: as recorded."""
+    hit = fidelity.get("hit_rate") or {}
+    if hit_bands is None or hit.get("achieved") is None:
+        return dict(fidelity)
+    band = hit_bands.get(tier, f"no band was predicted for c={tier}")
+    if isinstance(band, str):
+        missing = {**hit, "band": None, "inside": None, "band_missing": band}
+        return {**fidelity, "hit_rate": missing, "model_error": None}
+    rate, error = _hit_rate(float(hit["achieved"]), (band[0], band[1]))
+    return {**fidelity, "hit_rate": rate, "model_error": error}

@@ -56,10 +56,25 @@ class ReplayRequest:
         return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
 
-def replay_requests(
+@dataclass(frozen=True)
+class KeptRequest:
+    """A trace request the replay sends, before any client's format: where it came from, its
+    block keys, its schedule and whether it is measured."""
+
+    index: int  # position among the kept requests
+    position: int  # position in the trace
+    record: TraceRecord
+    block_keys: list[int] | None
+    send_at_s: float | None
+    group: str
+    measured: bool
+
+
+def kept_requests(
     records: Iterable[TraceRecord], settings: ReplaySettings
-) -> Iterator[ReplayRequest]:
-    """The kept requests in arrival order, streamed (a prompt is built when it is reached)."""
+) -> Iterator[KeptRequest]:
+    """The requests every replay format sends, in arrival order: one sampling, one schedule and
+    one warm-up window, whichever client then reads them."""
     keys = BlockKeys(settings.chained_ids)
     start: float | None = None
     index = 0
@@ -71,15 +86,33 @@ def replay_requests(
         if record.arrival_s is not None and start is None:
             start = record.arrival_s
         offset = None if record.arrival_s is None or start is None else record.arrival_s - start
-        yield ReplayRequest(
+        yield KeptRequest(
             index=index,
+            position=position,
+            record=record,
+            block_keys=block_keys,
             send_at_s=None if offset is None else offset * settings.time_scale,
-            prompt_token_ids=prompt_tokens(record, block_keys, position, settings),
-            output_tokens=record.output_tokens,
             group=group,
             measured=offset is None or offset >= settings.warmup_s,
         )
         index += 1
+
+
+def replay_requests(
+    records: Iterable[TraceRecord], settings: ReplaySettings
+) -> Iterator[ReplayRequest]:
+    """The kept requests with their token ids, streamed (a prompt is built when it is reached)."""
+    for request in kept_requests(records, settings):
+        yield ReplayRequest(
+            index=request.index,
+            send_at_s=request.send_at_s,
+            prompt_token_ids=prompt_tokens(
+                request.record, request.block_keys, request.position, settings
+            ),
+            output_tokens=request.record.output_tokens,
+            group=request.group,
+            measured=request.measured,
+        )
 
 
 def sample_group(record: TraceRecord, block_keys: list[int] | None, position: int) -> str:
@@ -100,6 +133,15 @@ def kept(group: str, settings: ReplaySettings) -> bool:
     return int.from_bytes(digest, "big") < settings.sample_fraction * SAMPLE_SCALE
 
 
+def prompt_length(
+    record: TraceRecord, block_keys: list[int] | None, block_tokens: int | None
+) -> int:
+    """How many tokens the prompt has: the trace's count, cut to what its blocks cover."""
+    if not block_keys or not block_tokens:
+        return record.input_tokens
+    return min(record.input_tokens, len(block_keys) * block_tokens)
+
+
 def prompt_tokens(
     record: TraceRecord, block_keys: list[int] | None, position: int, settings: ReplaySettings
 ) -> tuple[int, ...]:
@@ -111,6 +153,8 @@ def prompt_tokens(
     tokens: list[int] = []
     for number, key in enumerate(block_keys):
         size = min(block, record.input_tokens - number * block)
+        if size <= 0:
+            break
         tokens.extend(_token_run(settings, ("block", key), block)[:size])
     return tuple(tokens)
 

@@ -17,6 +17,7 @@ from simhost.bench.result import RequestOutcome
 from simhost.datasets import SampleRequest
 
 TIMING_HEADER = "X-Simhost-Timing"
+LOCKSTEP_HEADER = "X-Simhost-Lockstep"  # simhost.server.lockstep (a closed loop's promises)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class _EventReader:
         self.last = outcome.start_time
         self.done = False
         self.user_ttft: Optional[float] = None
-        self.timing: Dict[str, float] = {}
+        self.timing: Dict[str, Any] = {}
         self._buffer = b""
         self._events: List[Tuple[float, float, bytes]] = []
 
@@ -141,7 +142,7 @@ class PendingOutcome:
         return self.reader.user_ttft
 
     @property
-    def timing(self) -> Dict[str, float]:
+    def timing(self) -> Dict[str, Any]:
         """After finish(): simhost's X-Simhost-Timing event ({} from other servers)."""
         return self.reader.timing
 
@@ -172,6 +173,14 @@ class PendingOutcome:
 
 def _judge(outcome: RequestOutcome, reader: _EventReader) -> RequestOutcome:
     outcome.latency = reader.last - outcome.start_time if reader.parts else 0.0
+    tokens = reader.timing.get("virtual_tokens_s")
+    if tokens and reader.parts:
+        # a simhost server on its virtual clock: its model's timings, not this machine's
+        arrival = float(reader.timing["virtual_arrival_s"])
+        outcome.ttft = tokens[0] - arrival
+        outcome.itl = [b - a for a, b in zip(tokens, tokens[1:])]  # noqa: B905, RUF007 (3.9)
+        outcome.latency = tokens[-1] - arrival
+        outcome.virtual_span = (arrival, tokens[-1])
     outcome.generated_text = "".join(reader.parts)
     if not reader.done:
         outcome.error = "the stream ended before data: [DONE]"
@@ -188,12 +197,15 @@ async def send_request(
     endpoint: Endpoint,
     prepared: PreparedRequest,
     since: Optional[float] = None,
+    promise: Optional[str] = None,
 ) -> PendingOutcome:
     """Stream one request; never raises for a failed request (the outcome carries the error).
     Call `.finish()` on the result once timing is over."""
     headers = dict(endpoint.headers)
     headers[TIMING_HEADER] = "1"
     headers["Content-Type"] = "application/json"
+    if promise is not None:
+        headers[LOCKSTEP_HEADER] = promise
     outcome = RequestOutcome(prompt_len=prepared.prompt_len, start_time=time.perf_counter())
     outcome.queue_time = outcome.start_time - since if since is not None else 0.0
     pending = PendingOutcome(outcome, _EventReader(outcome, endpoint.chat))

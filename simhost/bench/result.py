@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 METRIC_TITLES = {
     "ttft": ("Time to First Token", "TTFT"),
@@ -48,6 +48,8 @@ class RequestOutcome:
     server_arrival: Optional[float] = None  # simhost servers only: CLOCK_MONOTONIC seconds
     server_first_sent: Optional[float] = None
     prompt_tokens: Optional[int] = None  # as the server's usage counted them
+    # simhost under --clock virtual: (arrival, last token) off the server's virtual clock
+    virtual_span: Optional[Tuple[float, float]] = None
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

@@ -12,6 +12,7 @@ import json
 import os
 import random
 import time
+import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, AsyncIterator, Dict, List, Optional, Sequence
@@ -92,19 +93,32 @@ async def run_phase(
     """Send the samples at `rate` under the concurrency cap; call finish() on the results."""
     limit = asyncio.Semaphore(settings.max_concurrency) if settings.max_concurrency else None
     rng = random.Random(settings.dataset.seed)  # noqa: S311 - arrival times, not secrets
+    promises = _promises(len(samples), settings.max_concurrency if rate == float("inf") else None)
 
-    async def one(prepared: PreparedRequest) -> PendingOutcome:
+    async def one(index: int) -> PendingOutcome:
+        prepared = samples[index]
         if limit is None:
             return await send_request(client, settings.endpoint, prepared)
         dispatched = time.perf_counter()
         async with limit:
             # vLLM's client_queue_time: from dispatch until the concurrency cap let it go.
-            return await send_request(client, settings.endpoint, prepared, since=dispatched)
+            return await send_request(
+                client, settings.endpoint, prepared, dispatched, promises[index]
+            )
 
     tasks = []
     async for index in _arrivals(len(samples), rate, settings.burstiness, rng):
-        tasks.append(asyncio.ensure_future(one(samples[index])))
+        tasks.append(asyncio.ensure_future(one(index)))
     return list(await asyncio.gather(*tasks))
+
+
+def _promises(count: int, concurrency: Optional[int]) -> List[Optional[str]]:
+    """A closed loop's X-Simhost-Lockstep values (simhost.server.lockstep): the run keeps
+    `burst` requests in flight and sends `count` in all."""
+    if not concurrency:
+        return [None] * count
+    run, burst = uuid.uuid4().hex, min(concurrency, count)
+    return ["{} {} {}".format(run, burst, count)] * count
 
 
 async def _server_kv_tokens(client: HttpClient, base_url: str) -> int:
@@ -190,6 +204,10 @@ async def measure(settings: BenchSettings) -> Measurement:
         client.close()
     for request in requests:
         request.finish()
+    spans = [r.outcome.virtual_span for r in requests if r.outcome.success]
+    if spans and all(spans):
+        # a simhost on its virtual clock: the run lasted as long as its model says
+        duration = max(s[1] for s in spans if s) - min(s[0] for s in spans if s)
     return Measurement(settings, requests, duration, len(workload.measured))
 
 

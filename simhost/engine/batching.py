@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Deque, List, Optional, Sequence, Tuple
 
 from simhost.engine.kvcache import CpuTier, GpuBlockPool, blocks_for
+from simhost.engine.perf import Chunk, HostLink, step_seconds
 from simhost.engine.presets import ModelPreset
 
 GIB = 1 << 30
@@ -31,7 +32,6 @@ class EngineConfig:
     # "lmcache" is accepted as vLLM >= 0.25 takes it; the emulated tier is the same either way.
     kv_offloading_backend: str = "native"
     offload_lookup_s: float = 0.0005  # connector lookup per admitted request
-    store_interference: float = 0.05  # share of a GPU->CPU copy that slows the step it overlaps
 
     @property
     def offload_enabled(self) -> bool:
@@ -126,7 +126,8 @@ class Engine:
         self.waiting: Deque[EngineRequest] = deque()
         self.running: List[EngineRequest] = []
         self.stats = EngineStats()
-        self._link_free_at = 0.0
+        # the GPUs' host links: loads and stores of the tier share them (simhost.engine.perf)
+        self.link = HostLink(config.preset.platform, config.offload_bytes_per_s)
 
     def add(self, request: EngineRequest) -> None:
         self.waiting.append(request)
@@ -152,7 +153,7 @@ class Engine:
         if not scheduled:
             return StepResult(duration=self._idle_time(now), idle=True)
         store_bytes = self._publish_blocks(scheduled)
-        duration = self._step_cost(scheduled, len(admitted), store_bytes)
+        duration = self._step_cost(scheduled, len(admitted), store_bytes, now)
         result = StepResult(duration=duration)
         self._apply(scheduled, now + duration, result)
         self.stats.steps += 1
@@ -274,31 +275,35 @@ class Engine:
     def _start_load(self, request: EngineRequest, blocks: int, now: float) -> None:
         """Queue a CPU->GPU copy on the tier link; the request waits for it outside the batch."""
         size = blocks * self.config.block_bytes
-        seconds = size / self.config.offload_bytes_per_s
-        start = max(now, self._link_free_at)
-        self._link_free_at = start + seconds
+        seconds, done = self.link.load(size, now)
         request.loading_blocks = blocks
-        request.ready_at = self._link_free_at + self.config.offload_lookup_s
+        request.ready_at = done + self.config.offload_lookup_s
         self.stats.load_bytes += size
         self.stats.load_seconds += seconds
 
     def _step_cost(
-        self, scheduled: List[Tuple[EngineRequest, int]], admitted: int, store_bytes: int
+        self,
+        scheduled: List[Tuple[EngineRequest, int]],
+        admitted: int,
+        store_bytes: int,
+        now: float,
     ) -> float:
-        preset = self.config.preset
-        decode_seqs = sum(1 for r, n in scheduled if n == 1 and r.generated > 0)
-        prefill_tokens = sum(n for r, n in scheduled if not (n == 1 and r.generated > 0))
-        context_tokens = sum(r.computed + n for r, n in scheduled)
-        seconds = preset.decode_base_s + preset.decode_per_seq_s * decode_seqs
-        seconds += prefill_tokens / preset.prefill_tokens_per_s
-        seconds += context_tokens * preset.kv_bytes_per_token / preset.kv_read_bytes_per_s
+        chunks: List[Chunk] = []
+        decodes: List[int] = []
+        for request, count in scheduled:
+            if count == 1 and request.generated > 0:
+                decodes.append(request.computed)
+            else:
+                chunks.append((count, request.computed))
+        seconds = step_seconds(
+            self.config.preset.platform, self.config.preset.shape, chunks, decodes
+        )
         if self.tier is not None:
-            store_seconds = store_bytes / self.config.offload_bytes_per_s
+            # the copy runs beside the step (DMA) but holds the link: loads queue behind it
             self.stats.store_bytes += store_bytes
-            self.stats.store_seconds += store_seconds
-            seconds += store_seconds * self.config.store_interference
+            self.stats.store_seconds += self.link.store(store_bytes, now)
             seconds += self.config.offload_lookup_s * admitted
-        self.stats.computed_prompt_tokens += prefill_tokens
+        self.stats.computed_prompt_tokens += sum(count for count, _ in chunks)
         return seconds
 
     def _publish_blocks(self, scheduled: List[Tuple[EngineRequest, int]]) -> int:

@@ -24,6 +24,7 @@ from simhost.host.statefile import ServerState, remove_state, write_state
 from simhost.kernelstamps import StampedConnection, listen
 from simhost.server.args import ServeSettings
 from simhost.server.faults import CRASH_EXIT_STATUS, FaultDice
+from simhost.server.lockstep import LOCKSTEP_HEADER, parse_promise
 from simhost.server.metrics import ServerMetrics
 from simhost.server.modelroutes import add_model_routes
 from simhost.server.protocol import (
@@ -36,6 +37,7 @@ from simhost.server.protocol import (
 )
 from simhost.server.responses import parse_responses
 from simhost.server.runtime import EngineLoop, LiveRequest, StepObserver
+from simhost.server.sglang import add_personality_routes
 from simhost.server.streaming import respond_json, respond_response, respond_stream
 from simhost.textgen import OutputText, block_hashes, cached_tokenize, detokenize, prompt_seed
 
@@ -90,7 +92,6 @@ class SimServer:
         self.settings = settings
         self.engine = Engine(settings.engine)
         self.started = time.monotonic()
-        self.received = 0
         self.finished = 0
         self.dice = FaultDice(settings.faults)
         labels = cache_config_labels(self.engine, settings.gpu_memory_utilization)
@@ -101,6 +102,7 @@ class SimServer:
         self.loop = EngineLoop(
             self.engine, settings.time_scale, self.drift_factor, _MetricsObserver(self.metrics)
         )
+        self.loop.virtual_clock, self.loop.speed = settings.virtual_clock, settings.speed
         self._busy_mark = (time.monotonic(), 0.0)
         self.utilization = 0.0
         self.connections: Dict[int, StampedConnection] = {}  # by fd, filled by the listeners
@@ -132,7 +134,7 @@ class SimServer:
         if faults.should_crash(self.finished, elapsed):
             print("simhost: injected crash (exit {})".format(CRASH_EXIT_STATUS), flush=True)
             os._exit(CRASH_EXIT_STATUS)
-        if not self.loop.hung and faults.should_hang(self.received, elapsed):
+        if not self.loop.hung and faults.should_hang(self.finished, elapsed):
             print("simhost: injected hang, no further answers", flush=True)
             self.loop.hung = True
 
@@ -222,8 +224,7 @@ async def _generate(server: SimServer, request: web.Request, chat: bool) -> web.
 
 
 async def _respond(server: SimServer, request: web.Request) -> web.StreamResponse:
-    """/v1/responses: the chat generation, answered as a response object
-    (simhost/server/responses.py)."""
+    """/v1/responses: the chat generation, answered as a response object (responses.py)."""
     body = parse_json_body(await request.read())
     names = server.settings.served_model_names
     generation = parse_responses(body, names, server.settings.engine.preset.max_model_len)
@@ -238,9 +239,9 @@ async def _answer(
 ) -> web.StreamResponse:
     if generation.stream and len(generation.prompts) * generation.n > 1:
         raise ApiError(400, "simhost streams one prompt per request, with n=1.", "prompt")
-    server.received += 1  # the middleware already applied the faults due before this request
     arrival = request[ARRIVAL_KEY]
     token_lists = [await _token_ids(prompt) for prompt in generation.prompts]
+    server.loop.expect(parse_promise(request.headers.get(LOCKSTEP_HEADER)))  # before submit
     lives = [
         _start(server, prompt, ids, generation, arrival, choice)
         for prompt, ids in zip(generation.prompts, token_lists)  # noqa: B905 (Python 3.9)
@@ -265,8 +266,7 @@ async def _answer(
 
 
 async def _token_ids(prompt: Union[str, List[int]]) -> List[int]:
-    """A text prompt's ids, off the event loop (the Rust tokenizer releases the GIL), so other
-    streams keep flowing while a long prompt is tokenized; token ids come as they are."""
+    """A text prompt's ids, off the event loop (the tokenizer releases the GIL); ids as they are."""
     if not isinstance(prompt, str):
         return prompt
     return await asyncio.get_running_loop().run_in_executor(None, cached_tokenize, prompt)
@@ -318,10 +318,6 @@ def build_app(server: SimServer) -> web.Application:
     async def version(_: web.Request) -> web.Response:
         return web.json_response({"version": settings.host_config.vllm_version})
 
-    async def metrics(_: web.Request) -> web.Response:
-        body = server.metrics.exposition()
-        return web.Response(body=body, content_type="text/plain", charset="utf-8")
-
     async def completions(request: web.Request) -> web.StreamResponse:
         return await _generate(server, request, chat=False)
 
@@ -330,7 +326,7 @@ def build_app(server: SimServer) -> web.Application:
 
     app.router.add_get("/health", health)
     app.router.add_get("/version", version)
-    app.router.add_get("/metrics", metrics)
+    add_personality_routes(app, server)  # /metrics, in the names of the engine emulated
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/v1/responses", lambda request: _respond(server, request))

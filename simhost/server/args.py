@@ -7,11 +7,18 @@ Pure argument handling; imports argparse and simhost's pure modules, never aioht
 from __future__ import annotations
 
 import argparse
+import math
+import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from simhost.engine.batching import GIB, EngineConfig
-from simhost.engine.presets import DEFAULT_MODEL_PRESET, MODEL_PRESETS, ModelPreset
+from simhost.engine.presets import (
+    DEFAULT_MODEL_PRESET,
+    MODEL_PRESETS,
+    ModelPreset,
+    gpu_for_host_model,
+)
 from simhost.host.config import HostConfig
 from simhost.host.statefile import state_dir
 from simhost.scenarios import SCENARIOS
@@ -40,6 +47,9 @@ class ServeSettings:
     state_dir: str
     load_time_s: float
     num_gpu_blocks_override: Optional[int]
+    virtual_clock: bool = True
+    speed: float = 1.0  # this run's seeded speed factor (--noise-cv)
+    personality: str = "vllm"  # whose names the server answers in: vllm, or sglang (launch_server)
 
 
 FAULT_FLAGS = (
@@ -48,7 +58,7 @@ FAULT_FLAGS = (
     ("error_rate", float, "answer this fraction of generation requests with HTTP 500"),
     ("latency_drift_pct_per_hour", float, "slow every engine step by this %% per hour"),
     ("memory_growth_mib_per_hour", float, "grow reported process RSS and GPU memory (MiB/h)"),
-    ("hang_after_requests", int, "after N generation requests, accept but never answer"),
+    ("hang_after_requests", int, "after N answered generation requests, accept but never answer"),
     ("hang_after_seconds", float, "after T wall seconds, accept but never answer"),
     ("wrong_output_rate", float, "with offload on, corrupt greedy output of this fraction"),
     ("seed", int, "seed of the fault draws (default 0)"),
@@ -80,6 +90,13 @@ def _add_emulation_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--scenario", choices=sorted(SCENARIOS), help="defaults from a scenario")
     group.add_argument("--model-preset", choices=sorted(MODEL_PRESETS))
     group.add_argument("--time-scale", type=float, help="wall seconds per emulated second")
+    group.add_argument(
+        "--clock",
+        choices=["virtual", "wall"],
+        help="report timings off the virtual clock (default) or let the client time them",
+    )
+    group.add_argument("--noise-cv", type=float, help="run-to-run speed spread (default 0)")
+    group.add_argument("--noise-seed", type=int, help="seed of this run's speed (default: random)")
     group.add_argument("--kv-bytes-per-token", type=int)
     group.add_argument("--prefill-tokens-per-s", type=float)
     group.add_argument("--decode-step-ms", type=float, help="fixed cost of one engine step")
@@ -108,8 +125,10 @@ def _with_scenario(args: argparse.Namespace) -> Dict[str, Any]:
     return values
 
 
-def _preset(values: Mapping[str, Any]) -> ModelPreset:
+def _preset(values: Mapping[str, Any], host: HostConfig) -> ModelPreset:
+    """The model preset on the host's GPUs, with the emulation flags applied."""
     preset = MODEL_PRESETS[values.get("model_preset") or DEFAULT_MODEL_PRESET]
+    preset = preset.on_gpu(gpu_for_host_model(host.gpu_model))
     overrides = {
         "kv_bytes_per_token": values.get("kv_bytes_per_token"),
         "prefill_tokens_per_s": values.get("prefill_tokens_per_s"),
@@ -120,13 +139,26 @@ def _preset(values: Mapping[str, Any]) -> ModelPreset:
     for name, value in overrides.items():
         if value is not None and value <= 0:
             raise UsageError("--{}: must be > 0".format(name.replace("_", "-")))
+    shape, platform = preset.shape, preset.platform
+    if overrides["kv_bytes_per_token"] is not None:
+        elements = 2 * shape.layers * shape.kv_heads * shape.head_dim
+        shape = replace(shape, kv_bytes_per_element=overrides["kv_bytes_per_token"] / elements)
+    if overrides["prefill_tokens_per_s"] is not None:
+        # the compute share at which a short prompt's matmuls run at the given rate
+        needed = overrides["prefill_tokens_per_s"] * 2 * shape.active_params
+        platform = replace(
+            platform, compute_efficiency=needed / (platform.gpu.bf16_flops * platform.gpus)
+        )
+    platform = replace(
+        platform,
+        step_overhead_s=_given(overrides, "decode_base_s", platform.step_overhead_s),
+        per_seq_overhead_s=_given(overrides, "decode_per_seq_s", platform.per_seq_overhead_s),
+    )
     return replace(
         preset,
-        kv_bytes_per_token=_given(overrides, "kv_bytes_per_token", preset.kv_bytes_per_token),
-        prefill_tokens_per_s=_given(overrides, "prefill_tokens_per_s", preset.prefill_tokens_per_s),
+        shape=shape,
+        platform=platform,
         max_model_len=_given(overrides, "max_model_len", preset.max_model_len),
-        decode_base_s=_given(overrides, "decode_base_s", preset.decode_base_s),
-        decode_per_seq_s=_given(overrides, "decode_per_seq_s", preset.decode_per_seq_s),
     )
 
 
@@ -165,7 +197,7 @@ def _given(values: Mapping[str, Any], name: str, default: Any) -> Any:
 
 
 def engine_config(values: Mapping[str, Any], host: HostConfig) -> EngineConfig:
-    preset = _preset(values)
+    preset = _preset(values, host)
     size, bandwidth = _offload(values, host)
     config = EngineConfig(
         preset=preset,
@@ -244,4 +276,17 @@ def serve_settings(
         state_dir=args.state_dir or state_dir(environ, args.host_config),
         load_time_s=max(0.0, args.load_time_s),
         num_gpu_blocks_override=values.get("num_gpu_blocks_override"),
+        virtual_clock=(values.get("clock") or "virtual") == "virtual",
+        speed=run_speed(_given(values, "noise_cv", 0.0), values.get("noise_seed")),
+        personality=values.get("personality") or "vllm",
     )
+
+
+def run_speed(cv: float, seed: Optional[int]) -> float:
+    """A lognormal speed factor of mean 1 and coefficient of variation `cv`: every step of this
+    server is that much slower or faster, as one real run differs from the next."""
+    if not 0 <= cv < 1:
+        raise UsageError("--noise-cv: must be in [0, 1)")
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    rng = random.Random(seed)  # noqa: S311 - run-to-run noise, not a secret
+    return math.exp(rng.gauss(-sigma * sigma / 2, sigma)) if cv else 1.0

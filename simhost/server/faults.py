@@ -54,9 +54,11 @@ class FaultConfig:
         by_time = self.crash_after_seconds is not None and wall_seconds >= self.crash_after_seconds
         return by_count or by_time
 
-    def should_hang(self, received_requests: int, wall_seconds: float) -> bool:
+    def should_hang(self, answered_requests: int, wall_seconds: float) -> bool:
+        # Counted on answers, as the crash is: a request already taken in is answered, so the
+        # N-th answer is always written before the hang, whatever the periodic check's timing.
         by_count = self.hang_after_requests is not None and (
-            received_requests >= self.hang_after_requests
+            answered_requests >= self.hang_after_requests
         )
         by_time = self.hang_after_seconds is not None and wall_seconds >= self.hang_after_seconds
         return by_count or by_time

@@ -158,7 +158,7 @@ class _Stream:
             parts.append(self._event([self._choice(text, finish, logprobs)], extra))
         return b"".join(parts)
 
-    def closing(self, timing: Optional[Dict[str, float]]) -> bytes:
+    def closing(self, timing: Optional[Dict[str, Any]]) -> bytes:
         parts = []
         if self.generation.include_usage:
             counts = usage(self.live.engine_request.prompt_len, self.live.generated)
@@ -169,17 +169,23 @@ class _Stream:
         return b"".join(parts)
 
 
-def _timing(live: LiveRequest, received: float, first_sent: float) -> Dict[str, float]:
+def _timing(live: LiveRequest, received: float, first_sent: float) -> Dict[str, Any]:
     """Server-side view of one request, for the bench client's overhead figure: from the kernel
     receiving the request to the first token's bytes handed to the socket; `handler_s` is when
     its handler started. All CLOCK_MONOTONIC, comparable with a client's time.perf_counter()
-    on Linux."""
-    return {
+    on Linux. Under `--clock virtual` also the request read off the virtual clock (wall-scaled
+    seconds): `virtual_arrival_s` and `virtual_tokens_s`, each token's time, which the bench
+    client then reports instead of its own stamps."""
+    timing: Dict[str, Any] = {
         "server_ttft_s": first_sent - received,
         "arrival_s": received,
         "first_token_s": first_sent,
         "handler_s": live.arrival,
     }
+    if live.virtual_scale and live.virtual_tokens:
+        timing["virtual_arrival_s"] = live.engine_request.arrival * live.virtual_scale
+        timing["virtual_tokens_s"] = live.virtual_tokens
+    return timing
 
 
 async def respond_stream(

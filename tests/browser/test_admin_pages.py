@@ -78,7 +78,7 @@ def test_a_customer_owner_creates_a_token_and_uses_it_against_the_api(
         headers={"Authorization": f"Bearer {secret}"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
-        assert [row["id"] for row in json.load(response)] == [engagement.pk]
+        assert [row["id"] for row in json.load(response)["results"]] == [engagement.pk]
 
 
 @pytest.fixture
@@ -157,7 +157,12 @@ def test_a_vendor_admin_filters_the_audit_log_to_a_waiver(
         rows.first.wait_for()
         assert rows.count() == 1
         text = rows.first.inner_text()
-        assert "gate.waive" in text and "vadmin" in text and "accepts the miss" in text
+        assert "gate.waive" in text and "vadmin" in text
+        assert "vadmin waived G1: “The customer accepts the miss in writing.”" in text
+        json_box = rows.first.locator("pre.json")
+        assert not json_box.is_visible()  # the JSON waits behind its disclosure
+        rows.first.get_by_role("group").locator("summary").click()
+        assert json_box.is_visible() and '"justification": "The customer' in json_box.inner_text()
         screenshot(page, "audit-filtered")
 
 

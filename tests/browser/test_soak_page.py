@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from gates.models import Soak
+from tests.browser.test_accessibility import RUN_AXE, TAGS, axe_source
 from tests.browser.test_gate_dashboard import open_page
 from tests.gates.pages.test_soak_page import T0, WINDOW_S, soak_run, store  # noqa: F401
 
@@ -54,6 +55,9 @@ def test_the_soak_page_draws_marks_and_zooms_and_fits_a_phone(
         status.filter(has_text="361 of").wait_for()
         assert "Hours 1.000 to 2.000" in page.inner_text('[data-soak-field="caption"]')
         assert not problems, problems
+        page.add_script_tag(content=axe_source())
+        violations = page.evaluate(RUN_AXE, TAGS)
+        assert not violations, violations  # the axe sweep's rules, on the soak page zoomed
 
         phone = browser.new_page()
         phone.set_viewport_size({"width": 390, "height": 844})
@@ -67,5 +71,8 @@ def test_the_soak_page_draws_marks_and_zooms_and_fits_a_phone(
                     + Math.round(e.getBoundingClientRect().right))"""
         )
         assert width[0] <= width[1], (width, wide)
+        phone.add_script_tag(content=axe_source())
+        violations = phone.evaluate(RUN_AXE, TAGS)
+        assert not violations, violations
         chart = phone.locator("[data-soak-figure]").bounding_box()
         assert chart is not None and chart["width"] <= 390

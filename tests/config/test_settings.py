@@ -13,8 +13,10 @@ import yaml
 from django.conf import settings
 
 from config.celery import app
+from config.queues import ALL_QUEUES, QUEUE_OF_TASK
 
 ROOT = Path(__file__).resolve().parents[2]
+WORKERS = ("worker", "worker-ticks", "worker-alerts")
 PRODUCTION_ENV = {
     "DEBUG": "false",
     "SECRET_KEY": "prod-like-9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a3928170",
@@ -143,6 +145,18 @@ class TestCeleryReliability:
         for entry in settings.CELERY_BEAT_SCHEDULE.values():
             assert entry["task"] in app.tasks
 
+    def test_every_task_has_a_queue_of_its_kind_and_every_sweep_expires(self):
+        app.loader.import_default_modules()
+        ours = {name for name in app.tasks if name.startswith("runners.")}
+        assert ours == set(QUEUE_OF_TASK)  # a new task must say which queue carries it
+        assert set(QUEUE_OF_TASK.values()) == set(ALL_QUEUES)
+        for name, queue in QUEUE_OF_TASK.items():
+            assert app.amqp.router.route({}, name)["queue"].name == queue, name
+        for entry in settings.CELERY_BEAT_SCHEDULE.values():
+            # A sweep that waited long is dropped: a later one does its work.
+            expires = entry["options"]["expires"]
+            assert expires == max(2 * entry["schedule"], 60), entry["task"]
+
     def test_no_code_uses_an_eta_or_countdown(self):
         # An ETA longer than the visibility timeout makes Redis redeliver forever.
         for path in list((ROOT / "gates").rglob("*.py")) + list((ROOT / "runners").rglob("*.py")):
@@ -155,12 +169,13 @@ class TestCompose:
     def compose(self) -> dict:
         return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
-    def test_it_has_web_worker_one_beat_postgres_and_redis(self, compose):
+    def test_it_has_web_workers_one_beat_postgres_and_redis(self, compose):
         services = compose["services"]
-        assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
+        assert set(services) == {"web", *WORKERS, "beat", "postgres", "redis"}
         assert services["beat"]["deploy"]["replicas"] == 1
         assert "celery -A config beat" in services["beat"]["command"]
-        assert "celery -A config worker" in services["worker"]["command"]
+        for name in WORKERS:
+            assert "celery -A config worker" in services[name]["command"], name
         assert "gunicorn -c python:config.gunicorn config.wsgi" in services["web"]["command"]
 
     def test_every_service_has_a_health_check_except_beat(self, compose):
@@ -168,8 +183,19 @@ class TestCompose:
             if name != "beat":
                 assert "healthcheck" in service, name
 
+    def test_every_queue_has_a_worker_and_each_worker_answers_its_own_ping(self, compose):
+        consumed = []
+        for name in WORKERS:
+            service = compose["services"][name]
+            queues = re.search(r"--queues (\S+)", service["command"]).group(1).split(",")
+            node = re.search(r"--hostname (\S+)@%h", service["command"]).group(1)
+            consumed += queues
+            # `$$` is compose's escape: the container's shell expands $HOSTNAME.
+            assert f"--destination {node}@$$HOSTNAME" in service["healthcheck"]["test"][1], name
+        assert sorted(consumed) == sorted(ALL_QUEUES)  # each queue once, none left unconsumed
+
     def test_app_services_get_their_connections_from_the_environment(self, compose):
-        for name in ("web", "worker", "beat"):
+        for name in ("web", *WORKERS, "beat"):
             env = compose["services"][name]["environment"]
             assert env["DATABASE_URL"].startswith("postgres://")
             assert env["CELERY_BROKER_URL"].startswith("redis://")
@@ -177,7 +203,7 @@ class TestCompose:
             assert compose["services"][name]["env_file"] == ".env"
 
     def test_the_worker_and_beat_are_restarted_when_they_exit(self, compose):
-        for name in ("web", "worker", "beat", "postgres", "redis"):
+        for name in ("web", *WORKERS, "beat", "postgres", "redis"):
             assert compose["services"][name]["restart"] in {"unless-stopped", "always"}, name
 
     def test_the_worker_runs_without_gossip_and_mingle(self, compose):

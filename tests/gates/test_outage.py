@@ -19,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from config.celery import app
+from config.queues import ALL_QUEUES
 from gates import cache as shared_cache
 from gates.api.rest import throttling
 from gates.models import Run
@@ -73,9 +74,10 @@ class RedisServer:
             return False
 
     def queued_tasks(self) -> list[tuple[str, list]]:
-        """The task names and arguments waiting in Celery's default queue."""
+        """The task names and arguments waiting in Celery's queues."""
         client = self.client()
-        messages = [json.loads(raw) for raw in client.lrange("celery", 0, -1)]
+        raws = [raw for queue in ALL_QUEUES for raw in client.lrange(queue, 0, -1)]
+        messages = [json.loads(raw) for raw in raws]
         return [(m["headers"]["task"], json.loads(_body(m))[0]) for m in messages]
 
 

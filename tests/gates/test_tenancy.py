@@ -65,7 +65,7 @@ def test_lists_never_include_foreign_rows(
     customer_owner, customer_org, engagement, other_engagement
 ):
     api = token_client(customer_owner, customer_org)
-    ids = [row["id"] for row in api.get(reverse("api:engagement-list")).json()]
+    ids = [row["id"] for row in api.get(reverse("api:engagement-list")).json()["results"]]
     assert ids == [engagement.pk]
 
 
@@ -73,7 +73,7 @@ def test_a_token_bound_to_one_engagement_sees_only_it(
     vendor_admin, vendor_org, engagement, other_engagement
 ):
     api = token_client(vendor_admin, vendor_org, engagement=engagement)
-    ids = [row["id"] for row in api.get(reverse("api:engagement-list")).json()]
+    ids = [row["id"] for row in api.get(reverse("api:engagement-list")).json()["results"]]
     assert ids == [engagement.pk]
     assert api.get(reverse("api:engagement-detail", args=[other_engagement.pk])).status_code == 404
 

@@ -102,6 +102,9 @@ RULES: dict[str, Rule] = {
     "api:gate-spec-sign": api("gate", POST="sign", body={"version": 1}),
     "api:gate-reset": api("gate", POST="sign", body={"reason": "the bar was wrong"}),
     "api:gate-statistics": api("gate", GET="read"),
+    "api:gate-history": api("gate", GET="read"),
+    "api:clause-history": api(GET="read"),
+    "api:run-compare": api("run", GET="read"),
     "api:gate-evidence": api("gate", GET="read"),
     "api:gate-evidence-signatures": api(
         "gate", POST="sign", creates=True, body={"ssh_signature": "x"}
@@ -130,15 +133,20 @@ RULES: dict[str, Rule] = {
     ),
     "api:token-detail": api("token", DELETE="tokens"),
     "gates:engagement-list": page(None, "GET"),
+    "gates:engagement-new": page(None, "GET", "POST", body={"title": "T", "model_name": "m"}),
     "gates:engagement-detail": page("engagement", "GET"),
     "gates:gate-detail": page("gate", "GET"),
     "gates:gate-report": page("gate", "GET"),
     "gates:gate-report-pdf": page("gate", "GET"),
     "gates:run-start": page("gate", "POST", body={"host": "1"}),
     "gates:gate-review": page("gate", "POST", body={"action": "waive"}),
+    "gates:spec-edit": page("gate", "GET", "POST", body={"document": "{}"}),
     "gates:spec-sign": page("gate", "POST"),
     "gates:gate-reset": page("gate", "POST", body={"reason": "the bar was wrong"}),
     "gates:run-detail": page("run", "GET"),
+    "gates:gate-history": page("gate", "GET"),
+    "gates:clause-history": page(None, "GET"),
+    "gates:run-compare": page("run", "GET"),
     "gates:run-cancel": page("run", "POST", body={"reason": "the host is needed elsewhere"}),
     "gates:run-log": page("run", "GET"),
     "gates:run-file": page("run", "GET"),
@@ -150,6 +158,8 @@ RULES: dict[str, Rule] = {
     "gates:trace-detail": page("trace", "GET"),
     "gates:planner": page(None, "GET", "POST"),
     "gates:planner-save": page("engagement", "POST"),
+    # A band is found by the digest of its inputs (no organization's object; 404 without it).
+    "gates:planner-ttft": page(None, "GET"),
     "gates:alert-ack-here": page("alert", "POST"),
     "gates:alert-preferences": page(None, "GET", "POST"),
     "gates:engagement-alerts": page("engagement", "GET", "POST"),
@@ -161,6 +171,8 @@ RULES: dict[str, Rule] = {
     "gates:token-list": page(None, "GET", "POST", body={"name": "x", "scopes": ["read"]}),
     "gates:token-revoke": page("token", "GET", "POST"),
     "gates:audit-log": page(None, "GET"),
+    "gates:gate-publication": page("gate", "GET", "POST", body={"action": "propose"}),
+    "gates:claim-new": page(None, "GET", "POST", body={"text": "30 % lower TTFT"}),
     "password_change": page(None, "GET", "POST"),
     "password_change_done": page(None, "GET"),
     "password_reset": public("asks for a reset email; answers the same whether or not it exists"),
@@ -169,6 +181,15 @@ RULES: dict[str, Rule] = {
     "password_reset_complete": public("says the password was set: no account data"),
     "gates:alert-ack": public("a signed, expiring, single-use link is its own credential"),
     "login": public("the sign-in form"),
+    # The evidence library: only what both parties consented to publish (its own walk over
+    # every state is tests/gates/library/test_public_pages.py).
+    "gates:library": public("lists published reports and claims only"),
+    "gates:library-report": public("a published (or withdrawn) report, redacted as agreed"),
+    "gates:library-pdf": public("a published report's PDF, redacted as agreed"),
+    "gates:library-bundle": public("a published report's redacted, re-signed bundle"),
+    "gates:library-claim": public("a vendor claim and its status against published reports"),
+    "gates:library-badge": public("the claim's status as an SVG badge"),
+    "gates:library-feed": public("the claim's status as JSON"),
     "logout": public("signs the caller out; touches no tenant data"),
     "healthz": public("liveness for load balancers: database and worker canary, no tenant data"),
     "api-schema": public("the OpenAPI document: no tenant data"),
@@ -319,9 +340,17 @@ def foreign_callers(customer_owner, customer_org, vendor_admin, vendor_org, worl
     return callers
 
 
+# Routes that name two objects of the rule's kind (`pk` and `other`): both are the object, so
+# another organization's object is on both sides (one on either side: tests/gates/history/).
+PAIRED = {"api:run-compare", "gates:run-compare"}
+
+
 def url_for(name: str, objects: dict) -> str:
     rule = RULES[name]
-    return reverse(name, kwargs={"pk": objects[rule.object].pk} if rule.object else None)
+    if not rule.object:
+        return reverse(name)
+    pk = objects[rule.object].pk
+    return reverse(name, kwargs={"pk": pk, "other": pk} if name in PAIRED else {"pk": pk})
 
 
 def send(client, method: str, url: str, rule: Rule):
@@ -414,7 +443,9 @@ def test_a_list_never_holds_another_organizations_rows(
         if response.status_code == 403:
             continue  # refused outright (hosts for customers, tokens without the scope)
         assert response.status_code == 200, f"{label} GET {name}"
-        ids = [row["id"] for row in response.json()]
+        body = response.json()
+        rows = body["results"] if isinstance(body, dict) else body  # paged lists hold results
+        ids = [row["id"] for row in rows]
         assert foreign_id not in ids, f"{label} GET {name} lists another organization's row"
 
 

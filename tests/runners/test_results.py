@@ -121,3 +121,59 @@ def test_completions_that_are_not_json_lines_with_text_are_refused(output):
     with pytest.raises(ResultError, match=r"^answers\.jsonl: expected JSON lines") as error:
         results.answers_proof("resident", output, source="answers.jsonl")
     assert error.value.field == "file"
+
+
+LMCACHE_BEFORE = (
+    b"lmcache_mp_lookup_requested_tokens_total 100\nlmcache_mp_lookup_hit_tokens_total 10\n"
+)
+LMCACHE_AFTER = (
+    b"lmcache_mp_lookup_requested_tokens_total 300\nlmcache_mp_lookup_hit_tokens_total 90\n"
+)
+
+
+def test_a_side_services_scrapes_are_kept_under_its_name_and_give_its_facts():
+    scrape = partial_scrape("lmcache")
+    first, kept_first = scrape(LMCACHE_BEFORE, moment="before")
+    last, kept_last = scrape(LMCACHE_AFTER, moment="after")
+    assert [(a.name, a.tool) for a in (kept_first, kept_last)] == [
+        ("offload-c2-r1/lmcache-metrics-before.txt", "lmcache-metrics"),
+        ("offload-c2-r1/lmcache-metrics-after.txt", "lmcache-metrics"),
+    ]
+    facts = results.service_facts("lmcache-metrics", first, last)
+    assert (facts["lookup_hit_rate"], facts["requested_tokens"], facts["hit_tokens"]) == (
+        0.4,
+        200.0,
+        80.0,
+    )
+
+
+def test_an_unreadable_side_service_scrape_names_the_service_and_the_moment():
+    with pytest.raises(ResultError) as raised:
+        partial_scrape("lmcache")(b"<html>not found</html>", moment="after")
+    assert raised.value.field == "lmcache_metrics_after"
+
+
+def test_the_hit_proof_is_the_named_service_only_when_its_facts_were_read():
+    server = {"external_hit_rate": 0.5}
+    facts = {"lmcache": {"metrics_tool": "lmcache-metrics", "lookup_hit_rate": 0.4}}
+    assert results.with_side_services(server, facts, "lmcache") == {
+        "external_hit_rate": 0.5,
+        "side_services": facts,
+        "hit_proof": "lmcache",
+    }
+    assert results.with_side_services(server, {}, "lmcache")["hit_proof"] == "engine"
+    assert results.with_side_services(server, facts, None)["hit_proof"] == "engine"
+
+
+def partial_scrape(service: str):
+    def scrape(content: bytes, *, moment: str):
+        return results.service_scrape(
+            content,
+            cell=CELL,
+            service=service,
+            moment=moment,
+            source=f"{service} metrics",
+            tool="lmcache-metrics",
+        )
+
+    return scrape

@@ -130,8 +130,10 @@ def test_offload_wins_on_long_context_cold_recovery_at_concurrency_16():
     results = _helps()
     resident, offload, recompute = results["resident"], results["offload"], results["recompute"]
     assert offload.ttft_median() < 0.6 * resident.ttft_median()
-    assert offload.output_throughput() > 1.4 * resident.output_throughput()
-    assert recompute.ttft_median() > 5 * offload.ttft_median()
+    # tens of percent, as published (docs/simhost.md "Calibration"), not hundreds
+    assert 1.15 < offload.output_throughput() / resident.output_throughput() < 2
+    assert recompute.ttft_median() > 3 * offload.ttft_median()
+    assert recompute.ttft_median() > resident.ttft_median()  # recompute is not resident
     assert sum(t.external_hit_tokens for t in offload.timings) > 0
 
 
@@ -166,4 +168,4 @@ def test_the_large_preset_is_slower_per_token_than_the_small_one():
     )
     small, _ = run_phase(Engine(config()), [sample(1024, output=16)], 1, 0.0)
     large, _ = run_phase(Engine(big), [sample(1024, output=16)], 1, 0.0)
-    assert large[0].latency > 4 * small[0].latency
+    assert large[0].latency > 3 * small[0].latency

@@ -86,6 +86,24 @@ def test_a_prompt_of_n_words_is_exactly_n_tokens():
     assert len(tokenize(join_words(words))) == 4000
 
 
+def _tokenizer_ids(text: str) -> list:
+    from simhost.textgen import tokenizer
+
+    return tokenizer().encode(text, add_special_tokens=False).ids
+
+
+@given(
+    st.lists(st.sampled_from(vocab()), min_size=1, max_size=60),
+    st.sampled_from(["", " ", "  ", "\n", "x", " 7", "!", " Tollgate"]),
+    st.sampled_from(["", " ", "\n", ".", " x", "é"]),
+)
+def test_the_whole_word_fast_path_gives_the_tokenizers_own_ids(words, head, tail):
+    """Whole-word texts take a table lookup; anything around them falls back to the tokenizer.
+    Either way the ids are the tokenizer's."""
+    text = head + join_words(words) + tail
+    assert tokenize(text) == _tokenizer_ids(text)
+
+
 def test_the_chat_template_marks_roles_and_opens_the_assistant_turn():
     text = render_chat(
         [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]

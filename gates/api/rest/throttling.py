@@ -79,16 +79,21 @@ def token_failures_exceeded(address: str) -> bool:
     return _failures(address) >= settings.TOLLGATE_TOKEN_FAILURES_ALLOWED
 
 
-def token_failure_record(address: str) -> int:
-    """Count one failed token authentication from `address`; returns the count in the window."""
-    key = _failure_key(address)
-    if LIMITS_CACHE.add(key, 1, settings.TOLLGATE_TOKEN_FAILURE_WINDOW_S):
+def count_in_window(key: str, window_s: float) -> int:
+    """Count one more event under `key` in LIMITS_CACHE; returns the count in its window
+    (which opens with the first event and lasts `window_s`)."""
+    if LIMITS_CACHE.add(key, 1, window_s):
         return 1
     try:
-        return LIMITS_CACHE.incr(key)  # atomic in Redis: parallel failures all count
+        return LIMITS_CACHE.incr(key)  # atomic in Redis: parallel events all count
     except ValueError:  # the window ended between add and incr
-        LIMITS_CACHE.set(key, 1, settings.TOLLGATE_TOKEN_FAILURE_WINDOW_S)
+        LIMITS_CACHE.set(key, 1, window_s)
         return 1
+
+
+def token_failure_record(address: str) -> int:
+    """Count one failed token authentication from `address`; returns the count in the window."""
+    return count_in_window(_failure_key(address), settings.TOLLGATE_TOKEN_FAILURE_WINDOW_S)
 
 
 def _failures(address: str) -> int:

@@ -21,7 +21,9 @@ from gates.decisions.statistics.inference import SequentialPlan
 from gates.decisions.statistics.simulation import (
     GateOutcome,
     draw_gate,
+    draw_margins,
     gate_outcome,
+    summarize_draw,
     wilson_half_width,
 )
 
@@ -68,6 +70,22 @@ def error_budget(parsed: G3Terms, looks_reached: Sequence[int], resets: int = 0)
     }
 
 
+def attempt_plan(parsed: G3Terms, cells: int, carried: int = 0) -> SequentialPlan:
+    """The looks of one attempt. With `carried` repetitions from an inconclusive attempt
+    (statistics.carry_repetitions), the looks continue on the union at carried + each planned
+    look, so the carried looks are not looked at again; the boundaries are those of a
+    group-sequential test on the union at this attempt's own share of the budget. Its false
+    pass is at most that share whatever the carried data did (its own test holds marginally),
+    so the engagement's is at most the sum of the attempts' shares, as without carrying."""
+    return SequentialPlan(
+        carried + parsed.min_repetitions,
+        carried + parsed.max_repetitions,
+        parsed.confidence,
+        attempts=parsed.statistics.attempts,
+        cells=cells,
+    )
+
+
 def reset_cost(parsed: G3Terms, resets_so_far: int) -> ResetCost:
     """What one more stop-loss reset adds, to be shown before both parties sign it."""
     per_side = (1 - parsed.confidence) / 2
@@ -77,6 +95,11 @@ def reset_cost(parsed: G3Terms, resets_so_far: int) -> ResetCost:
         "lifetime_after": per_side * (2 + resets_so_far),
         "attempts_added": parsed.statistics.attempts,
     }
+
+
+# With statistics.carry_repetitions, what the policy text adds: an attempt left inconclusive
+# hands its repetitions to the next one (a canceled one hands none).
+CARRYING_TEXT = "; an inconclusive attempt carries its repetitions into the next"
 
 
 def lifetime_rows(
@@ -89,24 +112,35 @@ def lifetime_rows(
     rng: np.random.Generator,
     floors: np.ndarray,
 ) -> list[LifetimeRow]:
-    """Each scenario's true margins under each policy, over the whole engagement."""
+    """Each scenario's true margins under each policy, over the whole engagement; attempts
+    re-run afresh, or carry their repetitions when the spec says so."""
     rows: list[LifetimeRow] = []
     attempts = parsed.statistics.attempts
+    carrying = parsed.statistics.carry_repetitions
     for name, margins in scenarios.items():
-        tries = []
-        for _ in range(2 * attempts):
-            draw = draw_gate(parsed, plan, sd, gates, rng)
-            found = gate_outcome(draw.walk(margins, plan, floors), plan)
-            weak = (draw.summaries[0].mean + margins[None, :] < 0).any(axis=1)
-            tries.append((found, weak))
+        if carrying:
+            # One stream of repetitions per gate: attempt k's own are block k, and a carrying
+            # attempt also reads the blocks of the inconclusive chain before it.
+            stream = draw_margins(parsed, 2 * attempts * plan.max_repetitions, sd, gates, rng)
+            judged: dict[tuple[int, int], tuple[GateOutcome, np.ndarray]] = {}
+        else:
+            tries = [
+                _fresh_try(parsed, plan, sd, gates, rng, margins, floors)
+                for _ in range(2 * attempts)
+            ]
         for policy, text in POLICIES.items():
             limit = 2 * attempts if policy == "one_reset" else attempts
-            passed, failed, used = _engagement(tries[:limit], policy)
+            if carrying:
+                passed, failed, used = _carrying_engagement(
+                    parsed, stream, margins, floors, limit, policy, judged
+                )
+            else:
+                passed, failed, used = _engagement(tries[:limit], policy)
             rows.append(
                 {
                     "scenario": name,
                     "policy": policy,
-                    "policy_text": text,
+                    "policy_text": text + (CARRYING_TEXT if carrying else ""),
                     "pass": passed,
                     "fail": failed,
                     "attempts": used,
@@ -120,6 +154,37 @@ def lifetime_rows(
     return rows
 
 
+def _fresh_try(
+    parsed: G3Terms,
+    plan: SequentialPlan,
+    sd: float,
+    gates: int,
+    rng: np.random.Generator,
+    margins: np.ndarray,
+    floors: np.ndarray,
+) -> tuple[GateOutcome, np.ndarray]:
+    """One attempt on new repetitions: its outcome, and which gates look weak at the first look
+    (some cell's interim estimate on the failing side)."""
+    draw = draw_gate(parsed, plan, sd, gates, rng)
+    found = gate_outcome(draw.walk(margins, plan, floors), plan)
+    return found, (draw.summaries[0].mean + margins[None, :] < 0).any(axis=1)
+
+
+def _acted(
+    found: GateOutcome, weak: np.ndarray, policy: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What an attempt ends as when a team follows `policy`: passed, failed, canceled."""
+    passed, failed = found.passed.copy(), found.failed.copy()
+    canceled = np.zeros_like(passed)
+    if policy == "cancel_after_first_look":
+        passed, failed = found.pass_look == 0, found.fail_look == 0
+        canceled = ~passed & ~failed
+    elif policy == "cancel_when_weak":
+        canceled = weak & (found.pass_look > 0) & (found.fail_look > 0)
+        passed, failed = passed & ~canceled, failed & ~canceled
+    return passed, failed, canceled
+
+
 def _engagement(
     tries: list[tuple[GateOutcome, np.ndarray]], policy: str
 ) -> tuple[float, float, float]:
@@ -130,14 +195,55 @@ def _engagement(
     trying = np.ones_like(ever_pass)
     used = np.zeros(first.passed.size)
     for found, weak in tries:
-        passed, failed = found.passed.copy(), found.failed.copy()
-        if policy == "cancel_after_first_look":
-            passed, failed = found.pass_look == 0, found.fail_look == 0
-        elif policy == "cancel_when_weak":
-            canceled = weak & (found.pass_look > 0) & (found.fail_look > 0)
-            passed, failed = passed & ~canceled, failed & ~canceled
+        passed, failed, _ = _acted(found, weak, policy)
         used += trying
         ever_pass |= trying & passed
         ever_fail |= trying & failed
         trying &= ~passed & ~failed
+    return float(ever_pass.mean()), float(ever_fail.mean()), float(used.mean())
+
+
+def _carrying_engagement(
+    parsed: G3Terms,
+    stream: np.ndarray,
+    margins: np.ndarray,
+    floors: np.ndarray,
+    attempts: int,
+    policy: str,
+    judged: dict[tuple[int, int], tuple[GateOutcome, np.ndarray]],
+) -> tuple[float, float, float]:
+    """As `_engagement`, with each attempt left inconclusive (run to its last look, not
+    canceled) carrying every repetition of its chain into the next (attempt_plan's looks on the
+    union); a canceled, passed or failed attempt ends the chain. Each gate's attempt k is
+    judged on the carried count its own history left it. `judged` keeps each (attempt, chain)
+    outcome for the scenario's other policies: they differ only in which gates read it."""
+    gates, cells, _ = stream.shape
+    block = parsed.max_repetitions
+    carried = np.zeros(gates, dtype=int)  # blocks carried into the current attempt
+    ever_pass = np.zeros(gates, dtype=bool)
+    ever_fail = np.zeros_like(ever_pass)
+    trying = np.ones_like(ever_pass)
+    used = np.zeros(gates)
+    for attempt in range(attempts):
+        passed, failed, canceled = (np.zeros(gates, dtype=bool) for _ in range(3))
+        for chain in range(attempt + 1):
+            mine = trying & (carried == chain)
+            if not mine.any():
+                continue
+            if (attempt, chain) not in judged:
+                plan = attempt_plan(parsed, cells, chain * block)
+                union = stream[:, :, (attempt - chain) * block : (attempt + 1) * block]
+                draw = summarize_draw(parsed, union, plan)
+                found = gate_outcome(draw.walk(margins, plan, floors), plan)
+                weak = (draw.summaries[0].mean + margins[None, :] < 0).any(axis=1)
+                judged[(attempt, chain)] = (found, weak)
+            acted = _acted(*judged[(attempt, chain)], policy)
+            for target, values in zip((passed, failed, canceled), acted, strict=True):
+                target[mine] = values[mine]
+        used += trying
+        ever_pass |= trying & passed
+        ever_fail |= trying & failed
+        left_open = trying & ~passed & ~failed
+        carried = np.where(left_open & ~canceled, carried + 1, 0)
+        trying = left_open
     return float(ever_pass.mean()), float(ever_fail.mean()), float(used.mean())

@@ -22,7 +22,14 @@ from documents.characteristic import (
     OperatingCharacteristic,
 )
 from documents.spec import G3Spec
-from gates.decisions.clauses import Clause, G3Terms, change_to_ratio, parse_g3_spec, ratio_to_change
+from gates.decisions.clauses import (
+    Clause,
+    G3Terms,
+    change_to_ratio,
+    log_ratio_terms,
+    parse_g3_spec,
+    ratio_to_change,
+)
 from gates.decisions.statistics.budget import lifetime_rows
 from gates.decisions.statistics.inference import SequentialPlan
 from gates.decisions.statistics.simulation import (
@@ -56,7 +63,9 @@ def operating_characteristic(
 ) -> OperatingCharacteristic | NoCharacteristic:
     """What the spec decides at this noise; the spec's `statistics.noise_cv_pct` when no
     measured sd is given. `available` is False (and says why) when neither is known."""
-    parsed = parse_g3_spec(spec)
+    parsed = log_ratio_terms(parse_g3_spec(spec))
+    if not parsed.clauses:
+        return {"available": False, "reason": "the spec's clauses are all goodput floors"}
     rules = spec.get("statistics") or {}
     stated = rules.get("noise_cv_pct")
     measured = sd_log_ratio is not None

@@ -29,7 +29,7 @@ import numpy as np
 
 from documents.cell import ValidityCheck
 
-DISTURBANCES = ("failed_pct", "preemptions", "outlier")
+DISTURBANCES = ("failed_pct", "preemptions", "outlier", "step")
 MAD_TO_SD = 1.4826  # a normal variable's sd per median absolute deviation
 MIN_SCREENED = 4  # fewer repetitions than this give no median worth measuring against
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from documents.characteristic import Proposal, SigningCheck
 from documents.spec import G3Spec
-from gates.decisions.clauses import G3Terms, parse_g3_spec
+from gates.decisions.clauses import G3Terms, log_ratio_terms, parse_g3_spec
 from gates.decisions.statistics.inference import DESIGN_PATHS
 from gates.decisions.statistics.operating import (
     DEFAULT_MIN_POWER,
@@ -79,7 +79,7 @@ def signing_check(
 def proposals_for(
     spec: G3Spec, sd: float, hours: float | None, wanted: float = DEFAULT_MIN_POWER
 ) -> list[Proposal]:
-    parsed = parse_g3_spec(spec)
+    parsed = log_ratio_terms(parse_g3_spec(spec))
     found = [_more_repetitions(parsed, sd, hours, wanted), _more_prompts(spec, parsed, sd, wanted)]
     return [proposal for proposal in found if proposal is not None]
 

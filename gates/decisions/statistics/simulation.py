@@ -75,22 +75,37 @@ class GateDraw:
 def draw_gate(
     parsed: G3Terms, plan: SequentialPlan, sd: float, gates: int, rng: np.random.Generator
 ) -> GateDraw:
-    """Noise margins of every cell from arm-level noise: each (metric, arm, tier) has its own
-    lognormal noise with sd of log sd / sqrt(2), so a cell's log-ratio has sd `sd`."""
+    """One attempt's looks over noise margins drawn by `draw_margins`."""
+    margins = draw_margins(parsed, plan.max_repetitions, sd, gates, rng)
+    return summarize_draw(parsed, margins, plan)
+
+
+def draw_margins(
+    parsed: G3Terms, repetitions: int, sd: float, gates: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Noise margins of every cell, shaped (gates, cells, repetitions), from arm-level noise:
+    each (metric, arm, tier) has its own lognormal noise with sd of log sd / sqrt(2), so a
+    cell's log-ratio has sd `sd`."""
     cells = cells_of(parsed)
     arm_sd = sd / math.sqrt(2)
     noise: dict[tuple[str, str, int], np.ndarray] = {}
-    margins = np.empty((gates, len(cells), plan.max_repetitions))
+    margins = np.empty((gates, len(cells), repetitions))
     for row, (clause, tier) in enumerate(cells):
         a, b = (
-            noise.setdefault(key, rng.normal(0.0, arm_sd, (gates, plan.max_repetitions)))
+            noise.setdefault(key, rng.normal(0.0, arm_sd, (gates, repetitions)))
             for key in ((clause.metric, clause.a, tier), (clause.metric, clause.b, tier))
         )
         margins[:, row, :] = (-1.0 if clause.change == "reduction" else 1.0) * (a - b)
+    return margins
+
+
+def summarize_draw(parsed: G3Terms, margins: np.ndarray, plan: SequentialPlan) -> GateDraw:
+    """The plan's looks over the first repetitions of `margins` (gates, cells, repetitions)."""
     groups = None
     if parsed.statistics.pool_tiers:
-        groups = np.array([clause.index for clause, _ in cells])
-    return GateDraw(summarize_looks(margins, plan, groups=groups), gates, len(cells))
+        groups = np.array([clause.index for clause, _ in cells_of(parsed)])
+    gates, cells, _ = margins.shape
+    return GateDraw(summarize_looks(margins, plan, groups=groups), gates, cells)
 
 
 @dataclass(frozen=True)

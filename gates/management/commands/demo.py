@@ -21,7 +21,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from config.queues import ALL_QUEUES_OPTION
 from gates import services
+from gates.demo.library import check_library
 from gates.demo.supervisor import ServiceExited, Supervised, restart_dead
 from gates.demo.walk import DemoStep, walk_demo
 from gates.demo.world import build_demo_world
@@ -66,6 +68,7 @@ class Command(BaseCommand):
                 "(an emulated GPU host; timings are scaled, not real):"
             )
             steps = walk_demo(engagements, password=logins["vendor"], say=self.stdout.write)
+            steps += check_library(engagements)
             self._print_summary(steps)
             if once:
                 if any(not step.ok for step in steps):
@@ -122,6 +125,8 @@ def _start_services(address: str | None) -> list[Supervised]:
         "worker": [*celery, "worker", "--loglevel", "WARNING", "--concurrency", "2", *QUIET],
         "beat": [*celery, "beat", "--loglevel", "WARNING", "--schedule", schedule],
     }
+    # One worker does every kind of work here (production runs one per queue: compose).
+    commands["worker"] += ["--queues", ALL_QUEUES_OPTION]
     if address:
         commands["web"] = [python, "-m", "gunicorn", "-c", "python:config.gunicorn"]
         commands["web"] += ["config.wsgi", "--bind", address, "--workers", "2"]

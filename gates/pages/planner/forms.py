@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 
+from gates import figures
 from gates.planner import (
     DEFAULT_RESERVED_FRACTION,
     GIB,
@@ -24,6 +25,8 @@ from gates.planner import (
     request_from_dict,
 )
 from runners import jsonlimits
+from simhost.engine.predict import SessionWorkload
+from simhost.engine.presets import GPUS
 
 # Real config.json files are a few kB; anything this big is not one.
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -37,6 +40,20 @@ DEFAULTS = {
     "context_tokens": 32000,
     "reuse_ratio": 0.5,
 }
+# The TTFT band's workload: the G3 template's shape (docs/gates.md) until the user changes it.
+BAND_DEFAULTS = {
+    "prefix_tokens": 32000,
+    "suffix_tokens": 512,
+    "output_tokens": 256,
+    "sessions": 64,
+    "resumes": 1,
+    "tiers": "1, 2, 4, 8, 16",
+}
+MAX_BAND_TIERS = 6
+MAX_BAND_CONCURRENCY = 256
+# The model's work grows with the tokens it prefills: four times the G3 template's (64 sessions
+# of 32,768 tokens, about 12 s a tier on one core) keeps a band under about five minutes.
+MAX_BAND_WORK_TOKENS = 4 * 64 * 32768
 # Planner field (first part of a dotted name) -> the form field a user can fix.
 FORM_FIELDS = {
     "model": "model",
@@ -185,3 +202,77 @@ def form_data_from_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if inputs.get("weight_bytes") is not None:
         data["weight_gib"] = inputs["weight_bytes"] / GIB
     return {name: value for name, value in data.items() if value is not None}
+
+
+class TtftBandForm(forms.Form):
+    """The optional TTFT band's inputs: the GPU kind the model has figures for and a cold-recovery
+    workload (sessions of a shared prefix, pushed out of VRAM, resumed) at each tier."""
+
+    gpu_kind = forms.ChoiceField(
+        choices=[("", "no TTFT band"), *((name, name) for name in GPUS)],
+        required=False,
+        label="GPU kind",
+        help_text="Predict the TTFT saving on these GPUs (simhost's model).",
+    )
+    prefix_tokens = forms.IntegerField(
+        required=False, min_value=0, max_value=131072, label="Shared prefix, tokens"
+    )
+    suffix_tokens = forms.IntegerField(
+        required=False, min_value=1, max_value=32768, label="Fresh tokens per request"
+    )
+    output_tokens = forms.IntegerField(
+        required=False, min_value=1, max_value=8192, label="Output tokens per request"
+    )
+    sessions = forms.IntegerField(required=False, min_value=1, max_value=1024, label="Sessions")
+    resumes = forms.IntegerField(
+        required=False, min_value=1, max_value=8, label="Resumes per session"
+    )
+    tiers = forms.CharField(
+        required=False,
+        label="Concurrency tiers",
+        help_text=f"Comma-separated, at most {MAX_BAND_TIERS}, each 1 to {MAX_BAND_CONCURRENCY}.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        self.workload: SessionWorkload | None = None
+        self.concurrencies: tuple[int, ...] = ()
+        if self.errors or not cleaned.get("gpu_kind"):
+            return cleaned
+        missing = [name for name in BAND_DEFAULTS if cleaned.get(name) in (None, "")]
+        for name in missing:
+            self.add_error(name, "Needed for the TTFT band.")
+        tiers = _concurrencies(cleaned.get("tiers") or "")
+        if isinstance(tiers, str) and "tiers" not in missing:
+            self.add_error("tiers", tiers)
+        if self.errors or isinstance(tiers, str):
+            return cleaned
+        workload = SessionWorkload(
+            sessions=cleaned["sessions"],
+            prefix=cleaned["prefix_tokens"],
+            suffix=cleaned["suffix_tokens"],
+            output=cleaned["output_tokens"],
+            resumes=cleaned["resumes"],
+        )
+        work = workload.sessions * (workload.prefix + workload.suffix * workload.resumes)
+        if work > MAX_BAND_WORK_TOKENS:
+            self.add_error(
+                "sessions",
+                f"{figures.number(work)} tokens to prefill; the band takes at most "
+                f"{figures.number(MAX_BAND_WORK_TOKENS)} "
+                "(sessions x (prefix + fresh tokens x resumes)).",
+            )
+            return cleaned
+        self.workload, self.concurrencies = workload, tiers
+        return cleaned
+
+
+def _concurrencies(text: str) -> tuple[int, ...] | str:
+    """ "1, 2, 4" as (1, 2, 4), in order without repeats; or what is wrong with it."""
+    parts = [part.strip() for part in text.replace(" ", ",").split(",") if part.strip()]
+    if not parts or not all(part.isdigit() for part in parts):
+        return "Whole numbers separated by commas, e.g. 1, 4, 16."
+    tiers = tuple(sorted({int(part) for part in parts}))
+    if len(tiers) > MAX_BAND_TIERS or not 1 <= tiers[0] <= tiers[-1] <= MAX_BAND_CONCURRENCY:
+        return f"At most {MAX_BAND_TIERS} tiers, each 1 to {MAX_BAND_CONCURRENCY}."
+    return tiers

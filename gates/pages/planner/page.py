@@ -1,6 +1,7 @@
 """The KV planner page: plan from a form (preset or config.json), prefill from an engagement,
-save the inputs to it. HTTP only: tenancy for lookups, gates.planner to plan, a service to save.
-"""
+save the inputs to it, and ask for the predicted TTFT band (a task computes it; the page shows
+its progress and polls it). HTTP only: tenancy for lookups, gates.planner to plan, services to
+write."""
 
 from __future__ import annotations
 
@@ -9,21 +10,35 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from gates import services
+from gates.charts.band import ttft_band_figure
 from gates.errors import ServiceError
 from gates.inputs import id_input
-from gates.models import Engagement
-from gates.pages.planner.forms import DEFAULTS, PlannerForm, form_data_from_inputs
+from gates.models import Engagement, TtftBandPrediction
+from gates.pages.planner.forms import (
+    BAND_DEFAULTS,
+    DEFAULTS,
+    PlannerForm,
+    TtftBandForm,
+    form_data_from_inputs,
+)
 from gates.planner import GIB, PlanResult
 from gates.planner.charts import kv_fit_heatmap
+from gates.planner.run_band import (
+    assumptions_text,
+    band_inputs_from_dict,
+    band_text,
+    planner_band_inputs,
+)
 from gates.planner.spec_check import engagement_plan_inputs
 from gates.services.planning import SAVE_ACTION
 from gates.tenancy import Viewer, get_visible_or_404, viewer_for_request
 
+BAND_PREFIX = "band"
 RECOMMENDATION_LABELS = {
     "keep_resident": "Keep KV resident",
     "offload_worth_testing": "Offload is worth a joint test",
@@ -38,9 +53,25 @@ def planner_page(request: HttpRequest) -> HttpResponse:
     engagement = _engagement_in_query(request, viewer)
     if request.method == "POST":
         form = PlannerForm(request.POST, request.FILES)
+        band_form = TtftBandForm(request.POST, prefix=BAND_PREFIX)
     else:
         form = _initial_form(engagement)
-    return _render(request, form, engagement, viewer)
+        band_form = TtftBandForm(initial=BAND_DEFAULTS, prefix=BAND_PREFIX)
+    return _render(request, form, engagement, viewer, band_form=band_form)
+
+
+@login_required
+@require_http_methods(["GET"])
+def planner_ttft_band(request: HttpRequest) -> HttpResponse:
+    """One TTFT band by its inputs' digest (?digest=): a page to reload, or (&part=section) the
+    section the planner page polls until it is computed. The digest is only known to whoever
+    has the inputs, so the band is no organization's secret."""
+    digest = request.GET.get("digest", "")
+    prediction = get_object_or_404(TtftBandPrediction, digest=digest[:64])
+    context = {"band": band_readout(prediction)}
+    if request.GET.get("part") == "section":
+        return render(request, "gates/_planner_ttft.html", context)
+    return render(request, "gates/planner_ttft.html", context)
 
 
 @login_required
@@ -85,9 +116,12 @@ def _render(
     engagement: Engagement | None,
     viewer: Viewer,
     status: int = 200,
+    band_form: TtftBandForm | None = None,
 ) -> HttpResponse:
+    band_form = band_form or TtftBandForm(initial=BAND_DEFAULTS, prefix=BAND_PREFIX)
     context: dict[str, Any] = {
         "form": form,
+        "band_form": band_form,
         "engagement": engagement,
         "can_save": engagement is not None and viewer.can(SAVE_ACTION),
         "saved": bool(engagement and engagement.kv_plan),
@@ -101,8 +135,46 @@ def _render(
             recommendation=RECOMMENDATION_LABELS[result.recommendation],
             rows=plan_rows(result),
             figure=kv_fit_heatmap(plan_request),
+            band=_band(form, band_form),
         )
     return render(request, "gates/planner.html", context, status=status)
+
+
+def _band(form: PlannerForm, band_form: TtftBandForm) -> dict[str, Any] | None:
+    """The band asked for with a planned form: its readout, or why there is none."""
+    if not band_form.is_bound or not band_form.is_valid() or band_form.workload is None:
+        return None
+    assert form.plan_request is not None and form.plan_result is not None  # planned
+    inputs = planner_band_inputs(
+        form.plan_request,
+        form.plan_result,
+        band_form.cleaned_data["gpu_kind"],
+        band_form.workload,
+        band_form.concurrencies,
+    )
+    if isinstance(inputs, str):
+        return {"state": "unknown", "reason": inputs}
+    try:
+        prediction = services.ttft_band_request(inputs)
+    except ServiceError as error:
+        return {"state": "unknown", "reason": error.detail}
+    return band_readout(prediction)
+
+
+def band_readout(prediction: TtftBandPrediction) -> dict[str, Any]:
+    """What the band section shows: state, done/total tiers, each tier's band in words and the
+    chart of the tiers done so far."""
+    tiers = sorted(prediction.tiers, key=lambda tier: tier["concurrency"])
+    return {
+        "state": prediction.state,
+        "digest": prediction.digest,
+        "done": prediction.progress_done,
+        "total": prediction.progress_total,
+        "tiers": [{**tier, "band_text": band_text(tier)} for tier in tiers],
+        "figure": ttft_band_figure(tiers) if tiers else None,
+        "assumes": assumptions_text(band_inputs_from_dict(prediction.inputs)),
+        "reason": prediction.error,
+    }
 
 
 def plan_rows(result: PlanResult) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ server from the same template. HTTP only: look up through tenancy, gather, rende
 from __future__ import annotations
 
 import base64
-import time
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,10 +15,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from gates import services
 from gates.evidence import envelope_digest
-from gates.models import Decision, Gate
+from gates.models import Decision, Gate, ReportPdf
 from gates.pages import dashboards
 from gates.pages.dashboards import Panel
 from gates.pages.overview import verdict_words
@@ -28,6 +30,7 @@ from gates.pages.report.tables import NO_INTERVAL, clause_table, inventory_table
 from gates.tenancy import get_visible_or_404, viewer_for_request
 
 TEMPLATE = "gates/gate_report.html"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,55 @@ def gate_report(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, TEMPLATE, report_context(gate, decision, charts, pdf=False))
 
 
+# A queued PDF no worker has taken up in this long: the evidence worker is not running, so the
+# waiting page stops waiting for it and renders the PDF in the request instead.
+WORKER_WAIT_S = 20
+WAIT_TEMPLATE = "gates/report_pdf_wait.html"
+
+
 @login_required
 @require_GET
 def gate_report_pdf(request: HttpRequest, pk: int) -> HttpResponse:
-    """The same template, its charts drawn to SVG beforehand (WeasyPrint runs no JavaScript)."""
+    """The PDF the worker rendered once for this decision, served as stored; while it is not
+    ready, a page that says so and refreshes itself (docs/dashboards.md "Report PDFs")."""
     gate, decision = _decided_gate(request, pk)
-    started = time.monotonic()
+    stored = services.report_pdf_request(decision)
+    waited_s = (timezone.now() - stored.created_at).total_seconds()
+    queued = stored.state == ReportPdf.State.QUEUED
+    no_worker = queued and stored.claimed_at is None and waited_s > WORKER_WAIT_S
+    if request.GET.get("render") == "now" and (no_worker or stored.state == ReportPdf.State.FAILED):
+        try:
+            stored_pdf_render(stored.pk)
+        except Exception:  # stored as failed with its reason: the page below says so, no 500
+            logger.exception("rendering the PDF of decision %s in the request failed", decision.pk)
+        stored.refresh_from_db()
+    if stored.state != ReportPdf.State.READY:
+        context = {"gate": gate, "decision": decision, "stored": stored, "waited_s": waited_s}
+        context["no_worker"] = no_worker
+        return render(request, WAIT_TEMPLATE, context, status=202)
+    response = HttpResponse(bytes(stored.content), content_type="application/pdf")
+    name = f"tollgate-{gate.engagement_id}-{gate.kind}-decision-{decision.pk}.pdf"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response["ETag"] = f'"{stored.sha256}"'
+    return response
+
+
+def stored_pdf_render(pdf_id: int) -> None:
+    """Render a queued PDF and store it (the worker's task, or the request when no worker is
+    alive); a failure is stored with its reason, for the waiting page to show."""
+    stored = ReportPdf.objects.select_related("decision").get(pk=pdf_id)
+    try:
+        document = render_decision_pdf(stored.decision)
+    except Exception as error:
+        services.report_pdf_fail(pdf_id=pdf_id, error=f"{type(error).__name__}: {error}")
+        raise
+    services.report_pdf_store(pdf_id=pdf_id, document=document)
+
+
+def render_decision_pdf(decision: Decision) -> bytes:
+    """The report template, its charts drawn to SVG beforehand (WeasyPrint runs no JavaScript).
+    Nothing in it depends on who asked: one PDF serves every viewer the view lets through."""
+    gate = Gate.objects.select_related("engagement__organization").get(pk=decision.gate_id)
     panels = _panels(engine_decision(decision))
     chart_error = ""
     try:
@@ -74,12 +120,7 @@ def gate_report_pdf(request: HttpRequest, pk: int) -> HttpResponse:
         svgs, chart_error = [""] * len(panels), "the charts could not be drawn for this PDF"
     charts = [ReportChart(panel, _svg_url(svg)) for panel, svg in zip(panels, svgs, strict=True)]
     context = report_context(gate, decision, charts, pdf=True, chart_error=chart_error)
-    document = pdf.html_to_pdf(render_to_string(TEMPLATE, context, request=request))
-    response = HttpResponse(document, content_type="application/pdf")
-    name = f"tollgate-{gate.engagement_id}-{gate.kind}-decision-{decision.pk}.pdf"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    response["Server-Timing"] = f"pdf;dur={(time.monotonic() - started) * 1000:.0f}"
-    return response
+    return pdf.html_to_pdf(render_to_string(TEMPLATE, context))
 
 
 def report_context(
@@ -130,12 +171,7 @@ def headline(decision: Decision, result: Mapping[str, Any]) -> dict[str, Any]:
 def engine_decision(decision: Decision) -> Decision | None:
     """Where the numbers come from: the decision itself, or for a waiver or a stop the
     engine's decision it overrode (None when it overrode none)."""
-    if decision.kind == Decision.Kind.ENGINE:
-        return decision
-    earlier = decision.gate.decisions.filter(
-        kind=Decision.Kind.ENGINE, created_at__lte=decision.created_at
-    )
-    return earlier.select_related("spec").first()
+    return services.report_engine_decision(decision)
 
 
 def _decided_gate(request: HttpRequest, pk: int) -> tuple[Gate, Decision]:
@@ -157,16 +193,7 @@ def _panels(decision: Decision | None) -> list[Panel]:
 def _inventory_facts(gate: Gate, decision: Decision | None) -> tuple[Any, Decision | None]:
     """What G1 observed of the host: this decision's facts for G1, else the engagement's latest
     engine decision of G1 (the hardware every later gate was measured on)."""
-    if gate.kind != Gate.Kind.G1:
-        decision = (
-            Decision.objects.filter(
-                gate__engagement_id=gate.engagement_id,
-                gate__kind=Gate.Kind.G1,
-                kind=Decision.Kind.ENGINE,
-            )
-            .select_related("spec")
-            .first()
-        )
+    decision = services.report_inventory_decision(gate, decision)
     if decision is None or not isinstance(decision.result, Mapping):
         return None, None
     inputs = decision.result.get("inputs")

@@ -23,6 +23,7 @@ CHANGE_RULES = {
     "reduction": "reduction in %, at least the bar",
     "gain": "gain in %, at least the bar",
     "ratio": "ratio (x), at least the bar",
+    "floor": "share of requests within the SLO in %, at least the bar",
 }
 # G1: how an observed fact is compared with the spec's expectation, and its unit.
 G1_RULES = {
@@ -120,7 +121,9 @@ def _g3_row(cell: Mapping[str, Any]) -> ClauseRow:
     unit = CHANGE_UNITS.get(change, "")
     compare = str(cell.get("compare") or "")
     arms = " vs ".join(part for part in compare.split("/") if part)
-    name = f"{metric_label(cell.get('metric'))} {change or 'change'}, {arms or 'arms n/a'}"
+    slo = cell.get("slo")
+    within = f" within {slo['text']}" if isinstance(slo, Mapping) and slo.get("text") else ""
+    name = f"{metric_label(cell.get('metric'))}{within} {change or 'change'}, {arms or 'arms n/a'}"
     return ClauseRow(
         name=f"{name}, c={_text(cell.get('tier'))}",
         comparison=CHANGE_RULES.get(change, change or NOT_AVAILABLE),

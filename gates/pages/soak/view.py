@@ -39,6 +39,7 @@ def soak_page(run: Run, soak: Soak | None, *, full_resolution: bool = False) -> 
         "windows": data.total,
         "live": not run.is_ended,
         "points": points,
+        "retention": {**soak.retention_summary(), "mib_freed": soak.pruned_bytes / 2**20},
     }
 
 

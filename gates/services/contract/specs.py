@@ -22,7 +22,8 @@ from gates.services.runs.lifecycle import decision_record
 from gates.services.runs.readouts import gate_readout_refresh
 from gates.services.traces import spec_trace_check
 from gates.specs import validation as specs
-from gates.specs.diff import changes_text, spec_changes
+from gates.specs.diff import spec_changes
+from gates.specs.words import changes_lines, spec_change_words
 from gates.tenancy import Viewer
 from runners.contract import CONTRACT_CHECK_ENGINE, INVENTORY_CHECK
 
@@ -102,7 +103,8 @@ def gate_spec_propose(
             },
         )
         if in_force is not None or gate_counted_decisions(gate).exists():
-            _alert_proposal(actor, gate, spec, in_force, changes)
+            words = spec_change_words(in_force.document, document) if in_force else []
+            _alert_proposal(actor, gate, spec, in_force, words)
     return SpecChange(spec, created=True)
 
 
@@ -112,7 +114,7 @@ def _same_document(document: object, latest: GateSpec) -> bool:
     return specs.spec_digest(specs.with_version(document, latest.version)) == latest.digest
 
 
-def _alert_proposal(actor, gate, spec, in_force, changes) -> None:
+def _alert_proposal(actor, gate, spec, in_force, words) -> None:
     party = _actor_party(actor)
     other = OTHER_PARTY[party]
     who = actor.user.get_username() if actor.user else actor.label
@@ -124,9 +126,9 @@ def _alert_proposal(actor, gate, spec, in_force, changes) -> None:
         gate=gate,
         recipients=alert_recipients(gate.engagement, party=other),
         subject=f"[Tollgate] {gate.engagement.title}: the {party} proposed a new {gate.kind} "
-        f"spec: " + "; ".join(str(c) for c in changes[:2]),
+        f"spec: " + "; ".join(str(change) for change in words[:2]),
         body=f"{who} ({party}) proposed {gate.kind} spec v{spec.version} ({against}).\n\n"
-        f"What changes:\n{changes_text(changes)}\n\n"
+        f"What changes:\n{changes_lines(words)}\n\n"
         f"v{spec.version} is not in force until both parties sign its digest {spec.digest}.\n",
     )
 

@@ -56,6 +56,15 @@ def run_spent_attempt(run: Run) -> bool:
     return _reached_first_look(run, _complete_repetitions([run]).get(run.pk, 0))
 
 
+def run_attempt_at_cancel(run: Run) -> dict[str, bool]:
+    """For the audit trail of a cancel: whether the G3 run spends its attempt, as it stands
+    now (counted, and its complete repetitions reached the first look); nothing for other kinds."""
+    if run.spec.document.get("gate") != "G3":
+        return {}
+    reached = _reached_first_look(run, _complete_repetitions([run]).get(run.pk, 0))
+    return {"attempt_spent": reached and not run.rehearsal}
+
+
 def _may_spend_unjudged(run: Run) -> bool:
     return run.state in Run.ENDED and run.spec.document.get("gate") == "G3"
 

@@ -1,6 +1,7 @@
 """Turning what a run recorded into a verdict: the facts, observations and measurements the
 decision engine reads, gathered from the run's steps, the facts it needs beyond them (the KV
-planner's), and the decision it records."""
+planner's), and the decision it records; a trace replay's fidelity beside it, its hit rates
+against the planner's band."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gates.decisions import decide_gate, gathering
-from gates.models import Run
+from gates.models import Run, WorkloadTrace
 from gates.planner.spec_check import spec_workload_exceeds_vram
+from gates.planner.trace_tiers import replay_hit_bands
 from gates.selectors import run_measurement_records, spec_operating_characteristic
 from gates.services.runs.attempts import g3_decision_context
+from gates.services.runs.carrying import run_carried_records
 from gates.services.runs.lifecycle import GateNotRunnableError, decision_record
 from runners.traces.fidelity import replay_fidelity_summary
 
@@ -33,7 +36,7 @@ def run_evaluate(run: Run) -> Evaluation:
     if gather is None:
         raise GateNotRunnableError(f"no evidence is gathered for {spec['gate']} runs", field="gate")
     result = decide_gate(spec, gather(run), run_decision_context(run))
-    fidelity = replay_fidelity_summary(run_measurement_records(run))
+    fidelity = run_replay_fidelity(run)
     if fidelity is not None:
         result = _with_replay_fidelity(result, fidelity)
     plan = result.get("plan", {})
@@ -64,12 +67,39 @@ def _with_replay_fidelity(result: dict, fidelity: dict) -> dict:
     return result
 
 
+def run_replay_fidelity(run: Run) -> dict | None:
+    """Each replayed cell's fidelity with its achieved hit rate against the planner's band for
+    its tier (docs/workloads.md section 9); None for a run that sent no trace replay."""
+    records = run_measurement_records(run)
+    if not any("replay" in (record.get("metrics") or {}) for record in records):
+        return None
+    tiers = sorted({int(record["tier"]) for record in records})
+    return replay_fidelity_summary(records, _replay_hit_bands(run, tiers))
+
+
+def _replay_hit_bands(run: Run, tiers: list[int]) -> dict[int, tuple[float, float] | str]:
+    document = run.spec.document
+    if document.get("gate") != "G3":  # G2's two workloads may replay two traces at one tier
+        return dict.fromkeys(tiers, "hit-rate bands are predicted for G3 replays only")
+    trace = (document.get("workload") or {}).get("trace") or {}
+    ready = WorkloadTrace.objects.filter(
+        engagement_id=run.gate.engagement_id,
+        sha256=trace.get("sha256"),
+        state=WorkloadTrace.State.READY,
+    )
+    profile = ready.values_list("profile", flat=True).first()  # not the trace's bytes
+    return replay_hit_bands(profile, run.gate.engagement.kv_plan, trace, tiers)
+
+
 def run_decision_context(run: Run) -> dict:
-    """Facts the decision engine needs beyond the measurements (the KV planner's verdict)."""
+    """Facts the decision engine needs beyond the measurements (the KV planner's verdict; for
+    G3 which attempt, the G2 noise and the repetitions carried)."""
     exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
     context = {"kv_exceeds_vram": exceeds}
     if run.spec.document["gate"] == "G3":
         context.update(g3_decision_context(run.gate))
+        if run.carried_repetitions:
+            context["carried_repetitions"] = run.carried_repetitions
     return context
 
 
@@ -79,7 +109,8 @@ def run_steps(run: Run) -> list[dict]:
 
 
 def run_g3_measurements(run: Run) -> list[dict]:
-    return gathering.gather_g3(run_measurement_records(run))
+    """The run's measurements, after those it carries from an inconclusive attempt."""
+    return gathering.gather_g3(run_carried_records(run) + run_measurement_records(run))
 
 
 def run_g1_facts(run: Run) -> dict:

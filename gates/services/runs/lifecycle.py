@@ -1,10 +1,8 @@
 """Runs: creating and canceling them, leasing hosts, ending them, and recording decisions.
-
-Every change of a run's state and every decision is written here, but one: the worker's claim
-(recording.RunSession.claim_dispatched) starts a queued run in the UPDATE that claims it. Steps,
-progress and heartbeats are recorded by recording.py and uploads.py. A decision and a lease
-release check the run's fencing token, so a run that lost its lease never touches the holder's.
-"""
+Every change of a run's state and every decision is written here, but the worker's claim
+(recording.RunSession.claim_dispatched), which starts a queued run in its UPDATE; steps, progress
+and heartbeats are in recording.py and uploads.py. A decision and a lease release check the
+run's fencing token, so a run that lost its lease never touches the holder's."""
 
 from __future__ import annotations
 
@@ -34,7 +32,13 @@ from gates.services.contract.power import gate_check_power
 from gates.services.engagements import gate_move, gate_open_next
 from gates.services.hosts.access import run_values_check
 from gates.services.hosts.cleanup import host_require_clean
-from gates.services.runs.attempts import gate_attempts_exhausted, gate_check_attempts_left
+from gates.services.reports import report_pdf_at_decision
+from gates.services.runs.attempts import (
+    gate_attempts_exhausted,
+    gate_check_attempts_left,
+    run_attempt_at_cancel,
+)
+from gates.services.runs.carrying import carry_audit, carry_fields, g3_carry
 from gates.services.runs.readouts import gate_readout_refresh
 from gates.tenancy import Viewer
 from runners.program.sequence import has_program
@@ -64,6 +68,7 @@ def run_create(
     with transaction.atomic():
         gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
         _check_can_start(gate, host, source)
+        carry = g3_carry(gate, host)
         spec = gate.current_spec
         attempt = (gate.runs.aggregate(top=Max("attempt"))["top"] or 0) + 1
         uploaded = source == Run.Source.UPLOAD
@@ -80,6 +85,7 @@ def run_create(
             # A person uploads results over days: no worker claims it, so it starts running.
             state=Run.State.RUNNING if uploaded else Run.State.QUEUED,
             started_at=timezone.now() if uploaded else None,
+            **carry_fields(carry),
         )
         if spec.frozen_at is None:
             spec.frozen_at = timezone.now()
@@ -100,10 +106,13 @@ def run_create(
                 "spec_version": spec.version,
                 "rehearsal": run.rehearsal,
                 "source": source,
+                **carry_audit(carry),
             },
         )
         if source == Run.Source.REMOTE:
             _dispatch_on_commit(run)
+        if gate.kind == "G3":  # seconds to a minute of the model: its own task, never the run's
+            pokes.poke_on_commit(pokes.PREDICT_RUN_TTFT, run.pk)
     return run
 
 
@@ -229,7 +238,7 @@ def run_cancel(*, actor: Actor, viewer: Viewer, run: Run, reason: str) -> Run:
         )
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("gate__engagement").get(pk=run.pk)
-        detail = {"state_before": run.state, "reason": reason[:500]}
+        detail = {"state_before": run.state, "reason": reason[:500], **run_attempt_at_cancel(run)}
         if run.state == Run.State.QUEUED or (
             run.state == Run.State.RUNNING and run.host_id is None
         ):
@@ -283,6 +292,7 @@ def decision_record(*, run_id: int, result: Mapping[str, Any]) -> Decision | Non
             decided_by_system=result.get("engine", "tollgate decision engine"),
         )
         decision.runs.add(run)
+        report_pdf_at_decision(decision)
         gate_readout_refresh(gate.pk)
         _end(run, Run.State.FINISHED, Run.Outcome.COMPLETED, "")
         if decision.rehearsal:

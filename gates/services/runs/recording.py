@@ -116,6 +116,10 @@ class RunSession:
     def spec(self) -> dict[str, Any]:
         return self.run.spec.document
 
+    @property
+    def first_repetition(self) -> int:
+        return self.run.first_repetition
+
     def has_plan(self) -> bool:
         return self.run.steps.exists()
 

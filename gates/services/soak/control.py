@@ -1,6 +1,6 @@
 """A person's control over a running soak: stop it early, or extend it by N hours before its
 end. Both are audited; an extension is recorded on the soak and judged as part of the spec in
-force (gates.services.soak.ticks.soak_spec_in_force). The collector passes either on to the
+force (gates.services.soak.verdict.soak_spec_in_force). The collector passes either on to the
 agent."""
 
 from __future__ import annotations

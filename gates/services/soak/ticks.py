@@ -16,9 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from documents.decision import G4Decision
-from documents.spec import G4Spec
-from gates.decisions import decide_gate
+from gates.decisions.g4_summary import summary_start
 from gates.models import Run, Soak, SoakSample
 from gates.services.runs.lifecycle import (
     decision_record,
@@ -28,6 +26,7 @@ from gates.services.runs.lifecycle import (
 )
 from gates.services.runs.results import run_artifacts_store
 from gates.services.runs.workorder import run_execution
+from gates.services.soak.verdict import soak_decide, soak_summary_fold
 from gates.specs.validation import parse_spec
 from runners.program.workorder import RunPlan
 from runners.soak import collector, fitness
@@ -58,27 +57,49 @@ def soak_begin(*, run: Run, detail: dict) -> Soak:
             "agent_sha256": detail["agent_sha256"],
             "compressed": spec["duration_h"] < 1,
             "next_tick_at": timezone.now(),
+            "summary": summary_start(parse_spec(dict(spec), "G4")),
         },
     )
     return soak
 
 
 def soaks_due(*, limit: int = 1000) -> list[int]:
-    """Run ids of soaks whose next tick is due (never ticked counts as due)."""
+    """Run ids of soaks whose next tick is due (never ticked counts as due) and for which no
+    tick message may still be waiting; each is marked poked for TOLLGATE_SOAK_POKE_S. So when
+    the queue lags, the beat sends nothing more for a soak already poked: load is shed, not
+    piled up. Skips rows another beat locks (never two beats, but a slow sweep must not wait)."""
     now = timezone.now()
-    due = Soak.objects.filter(
-        state__in=(Soak.State.ACTIVE, Soak.State.STOPPING), run__state=Run.State.RUNNING
-    ).filter(Q(next_tick_at__isnull=True) | Q(next_tick_at__lte=now))
-    return list(due.order_by("next_tick_at").values_list("run_id", flat=True)[:limit])
+    due = (
+        Soak.objects.filter(
+            state__in=(Soak.State.ACTIVE, Soak.State.STOPPING), run__state=Run.State.RUNNING
+        )
+        .filter(_tick_due(now))
+        .filter(Q(poked_until__isnull=True) | Q(poked_until__lte=now))
+    )
+    with transaction.atomic():
+        picked = list(
+            due.select_for_update(skip_locked=True, of=("self",))
+            .order_by("next_tick_at")
+            .values_list("run_id", flat=True)[:limit]
+        )
+        until = now + timedelta(seconds=settings.TOLLGATE_SOAK_POKE_S)
+        Soak.objects.filter(run_id__in=picked).update(poked_until=until)
+    return picked
+
+
+def _tick_due(now: datetime) -> Q:
+    return Q(next_tick_at__isnull=True) | Q(next_tick_at__lte=now)
 
 
 def soak_tick_claim(run_id: int) -> SoakTick | None:
-    """Claim the soak for one tick (a conditional UPDATE: of two ticks at once, one reads)."""
+    """Claim the soak for one tick: a conditional UPDATE that also needs the tick due, so of
+    two ticks at once one reads, and a duplicate or late message for a tick already done (its
+    release moved next_tick_at on) does nothing."""
     now = timezone.now()
     token = str(uuid.uuid4())
     free = Q(tick_until__isnull=True) | Q(tick_until__lt=now)
     claimed = (
-        Soak.objects.filter(free, run_id=run_id, run__state=Run.State.RUNNING)
+        Soak.objects.filter(free, _tick_due(now), run_id=run_id, run__state=Run.State.RUNNING)
         .exclude(state=Soak.State.ENDED)
         .update(
             tick_token=token,
@@ -125,9 +146,10 @@ def _relaunch_config(soak: Soak, plan: RunPlan, paths: collector.SoakPaths) -> d
 
 
 def soak_tick_release(tick: SoakTick) -> None:
-    """Hand the soak back and schedule its next tick."""
+    """Hand the soak back and schedule its next tick (the beat may poke it again then)."""
     Soak.objects.filter(run_id=tick.run_id, tick_token=tick.token).update(
         tick_until=None,
+        poked_until=None,
         next_tick_at=timezone.now() + timedelta(seconds=settings.TOLLGATE_SOAK_TICK_S),
     )
 
@@ -208,6 +230,7 @@ def _store_windows(soak: Soak, windows: list[collector.Window]) -> int:
     chain += [_as_window(row) for row in rows]
     soak.gaps = [*soak.gaps, *collector.find_gaps(chain)]
     soak.last_seq = max(soak.last_seq, fresh[-1].seq)
+    soak_summary_fold(soak, rows)
     _watch_health(soak, rows)
     return len(fresh)
 
@@ -266,7 +289,7 @@ def _next_move(soak: Soak, read: collector.Read, report: collector.TickOutcome, 
             soak, f"nobody observed the soak for {unobserved:.0f} s, more than the spec allows"
         )
     if stored and _provisional_due(soak, read.windows):
-        soak.provisional = {**_decide(soak), "computed_at": read.now}
+        soak.provisional = {**soak_decide(soak), "computed_at": read.now}
         soak.save(update_fields=["provisional"])
         if soak.provisional["verdict"] == "fail" and soak.state == Soak.State.ACTIVE:
             reasons = "; ".join(soak.provisional["reasons"])
@@ -278,8 +301,8 @@ def _next_move(soak: Soak, read: collector.Read, report: collector.TickOutcome, 
 
 def _provisional_due(soak: Soak, fresh: list[collector.Window]) -> bool:
     """Re-judge the soak when a new window shows trouble (a crash, failed requests: the early
-    stop must not wait), else at most every TOLLGATE_SOAK_PROVISIONAL_S: over 72 h a decision
-    costs about a second, a tick must stay far below that."""
+    stop must not wait), else at most every TOLLGATE_SOAK_PROVISIONAL_S: re-judging reads the
+    summary (about 80 ms at the end of a 72 h soak of 10 s windows), a tick stays far below."""
     if soak.provisional is None:
         return True
     if any(window.line.get("crashed") for window in fresh):
@@ -308,46 +331,13 @@ def _unreachable_allowance_s(soak: Soak) -> float:
     return max(collector.unobserved_allowance_s(spec), float(settings.TOLLGATE_SOAK_UNREACHABLE_S))
 
 
-def soak_spec_in_force(soak: Soak) -> G4Spec:
-    """The run's spec with the recorded extensions: what the verdict is judged against."""
-    spec = parse_spec(dict(soak.run.spec.document), "G4")
-    spec["duration_h"] = spec["duration_h"] + soak.extended_h
-    return spec
-
-
-def _decide(soak: Soak, *, ended_at: float | None = None) -> G4Decision:
-    samples = soak.run.soak_samples.order_by("seq").values_list(
-        "seq", "window_start", "window_end", "metrics"
-    )
-    windows = [
-        collector.engine_window(seq, start.timestamp(), end.timestamp(), metrics)
-        for seq, start, end, metrics in samples
-    ]
-    ended = windows[-1]["end"] if windows else soak.started
-    if ended_at is not None and ended is not None:
-        # The agent watched until it exited: a tail nobody recorded is unobserved time.
-        ended = max(ended, ended_at)
-    context = {"started_at": soak.started, "ended_at": ended}
-    result = decide_gate(soak_spec_in_force(soak), windows, context)
-    result["soak"] = {
-        "compressed": soak.compressed,
-        "extended_h": soak.extended_h,
-        "gaps": soak.gaps,
-        "notes": soak.notes,
-        "stop_reason": soak.stop_reason,
-        "agent_generations": soak.generation,
-        "health": soak.health,
-    }
-    return result
-
-
 def _finish(soak: Soak, exit_info: dict) -> str:
     code, reason = exit_info.get("code"), exit_info.get("reason", "")
     if code == AGENT_EXIT_DISK:
         return _infra_error(soak, f"the agent stopped cleanly: {reason}")
     if code == AGENT_EXIT_SERVER and not soak.run.soak_samples.exists():
         return _fail(soak, Run.Outcome.BENCHMARK_ERROR, f"the soak agent: {reason}")
-    result = _decide(soak, ended_at=exit_info.get("at"))
+    result = soak_decide(soak, ended_at=exit_info.get("at"))
     result["soak"]["agent_exit"] = exit_info
     soak.state, soak.provisional = Soak.State.ENDED, None
     soak.save(update_fields=["state", "provisional"])

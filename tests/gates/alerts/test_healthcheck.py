@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from gates.models import ServiceHeartbeat
+from gates import services
+from gates.models import Alert, ServiceHeartbeat
 from tests.celeryproc import ROOT, CeleryProcess, process_environment, purge_broker
 from tests.sshd import wait_for
 
@@ -81,3 +84,42 @@ def test_healthz_reports_the_same_heartbeats_as_json(client, settings):
     assert body["stale"] == ["beat"]
     assert body["heartbeats"]["worker"]["ok"] and not body["heartbeats"]["beat"]["ok"]
     assert body["heartbeats"]["beat"]["limit_s"] == 60
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_silence_alert_a_worker_is_sending_is_reported_sent_once_it_lands(settings):
+    """The race the real-worker test met: the poke at enqueue lets a worker take the alert and
+    hold its row while it talks to the mail server; the command waits for that delivery instead
+    of saying "not yet sent" about a message on its way."""
+    settings.TOLLGATE_BEAT_STALE_S = 60
+    ServiceHeartbeat.objects.create(name="beat", at=timezone.now() - timezone.timedelta(hours=1))
+    alert = services.silence_alert_send(stale=["beat"])  # locmem: delivered here
+    Alert.objects.filter(pk=alert.pk).update(delivered_at=None)  # as if a worker had it instead
+    worker_holds_it, done = threading.Event(), threading.Event()
+
+    def worker_delivering() -> None:
+        try:
+            with transaction.atomic():
+                list(Alert.objects.select_for_update().filter(pk=alert.pk).values("pk"))
+                worker_holds_it.set()
+                wait_for(_someone_waits_on_a_row_lock, timeout=30, interval=0.05)
+                Alert.objects.filter(pk=alert.pk).update(delivered_at=timezone.now())
+        finally:
+            connection.close()
+            done.set()
+
+    thread = threading.Thread(target=worker_delivering)
+    thread.start()
+    assert worker_holds_it.wait(30)
+    reported = services.silence_alert_send(stale=["beat"])
+    thread.join(30)
+    assert done.is_set() and reported.delivered_at is not None
+
+
+def _someone_waits_on_a_row_lock() -> bool:
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND datname = current_database()"
+        )
+        return cursor.fetchone()[0] > 0

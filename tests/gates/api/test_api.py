@@ -123,6 +123,11 @@ def test_starting_a_run_answers_202_with_progress(vendor_api, engagement, host):
     assert run["state"] == "queued" and run["progress"] == {"done": 0, "total": 0}
     detail = vendor_api.get(reverse("api:run-detail", args=[run["id"]])).json()
     assert detail["spec_version"] == 1 and detail["host"] == host.name
+    assert (detail["carried_from"], detail["carried_repetitions"], detail["first_repetition"]) == (
+        None,
+        0,
+        1,
+    )
 
 
 def test_a_second_run_on_a_busy_gate_is_a_409(vendor_api, engagement, host):

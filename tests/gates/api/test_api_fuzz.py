@@ -34,7 +34,8 @@ NETWORK_OPERATIONS = {"POST /api/v1/hosts/scan/", "POST /api/v1/hosts/{id}/check
 # - the planner: an architecture must be a known preset or a complete set of fields;
 # - a results upload: which form fields it needs depends on its kind;
 # - a signing key: an OpenSSH Ed25519 public key line, parsed; a reset: a reason in words for
-#   a gate that has counted failures to reset;
+#   a gate that has counted failures to reset; a cancel: a reason of 10 characters once runs of
+#   whitespace count as one;
 # - an inventory amendment: it names a run of the engagement that its host check ended
 #   invalid, and signing names an amendment of the engagement;
 # - a trace upload: every line must be a valid row of the named format (refused naming the
@@ -45,6 +46,7 @@ SEMANTIC_OPERATIONS = {
     "POST /api/v1/engagements/{id}/inventory/sign/",
     "POST /api/v1/keys/signing/",
     "POST /api/v1/gates/{id}/spec/reset/",
+    "POST /api/v1/runs/{id}/cancel/",
     "POST /api/v1/runs/{id}/results/",
     "PUT /api/v1/gates/{id}/spec/",
     "POST /api/v1/gates/{id}/spec/sign/",

@@ -75,6 +75,7 @@ class TestSpecEndpoint:
                 "before_text": "500",
                 "after_text": "1",
                 "text": "expect.free_disk_min_gib: 500 -> 1",
+                "words": "Free disk, at least: 500 GiB → 1 GiB",
             }
         ]
 
@@ -215,7 +216,14 @@ class TestGatePage:
         )
         page = self.page(customer_owner, g1)
         assert "Proposed v2: what changes from v1" in page
-        assert "<code>expect.free_disk_min_gib</code></td><td>500</td><td>1</td>" in page
+        assert (
+            '<tr data-field="expect.free_disk_min_gib" data-kind="changed"><th scope="row">'
+            'Free disk, at least <code class="field-path">expect.free_disk_min_gib</code></th>'
+            "<td>500 GiB</td><td>1 GiB</td></tr>"
+        ) in page
+        # v1 is in force and v2 is the latest: one diff, shown once (issue 30 saw it twice).
+        assert page.count('data-field="expect.free_disk_min_gib"') == 1
+        assert "What v2 changed from v1" not in page
         assert "Sign v2 as customer" in page
 
     def test_a_rehearsal_decision_is_marked_on_the_gate_and_run_pages(

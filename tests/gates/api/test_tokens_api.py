@@ -63,7 +63,7 @@ def test_a_customer_owner_creates_a_token_that_works_and_is_shown_once(customer_
     assert (body["organization"], body["engagement"]) == ("northwind", engagement.pk)
     use = bearer(body["token"]).get(reverse("api:engagement-detail", args=[engagement.pk]))
     assert use.status_code == 200
-    (listed,) = owner.get(LIST).json()
+    (listed,) = owner.get(LIST).json()["results"]
     assert "token" not in listed and listed["id"] == body["id"]
     assert listed["last_used_at"] is not None and listed["scopes"] == ["read", "run"]
 
@@ -87,7 +87,7 @@ def test_a_revoked_token_is_refused_at_once(vendor_admin, engagement):
     assert admin.delete(reverse("api:token-detail", args=[made["id"]])).status_code == 204
     refused = bearer(made["token"]).get(reverse("api:engagement-list"))
     assert refused.status_code in (401, 403)
-    assert admin.get(LIST).json()[0]["revoked_at"] is not None
+    assert admin.get(LIST).json()["results"][0]["revoked_at"] is not None
 
 
 def test_a_token_past_its_expiry_is_refused(vendor_admin):
@@ -139,8 +139,8 @@ def test_each_organization_manages_only_its_own_tokens(
 ):
     mine = create(session(customer_owner)).json()
     assert create(session(vendor_engineer)).status_code == 201
-    assert [t["id"] for t in session(customer_owner).get(LIST).json()] == [mine["id"]]
-    assert [t["id"] for t in session(other_owner).get(LIST).json()] == []
+    assert [t["id"] for t in session(customer_owner).get(LIST).json()["results"]] == [mine["id"]]
+    assert [t["id"] for t in session(other_owner).get(LIST).json()["results"]] == []
     for outsider in (other_owner, vendor_engineer):
         response = session(outsider).delete(reverse("api:token-detail", args=[mine["id"]]))
         assert response.status_code == 404

@@ -62,7 +62,7 @@ def test_an_upload_answers_the_digest_to_name_in_a_spec(api, engagement):
         "format": "mooncake",
         "block_tokens": 512,
     }
-    listed = api.get(reverse("api:engagement-traces", args=[engagement.pk])).json()
+    listed = api.get(reverse("api:engagement-traces", args=[engagement.pk])).json()["results"]
     assert [trace["id"] for trace in listed] == [body["id"]]
 
 

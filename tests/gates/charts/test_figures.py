@@ -53,6 +53,8 @@ def test_sizes_times_counts_and_shares():
     assert figures.seconds(51) == "51 s" and figures.seconds(3725) == "1 h 2 min"
     assert figures.count(1, "GPU") == "1 GPU" and figures.count(8, "GPU") == "8 GPUs"
     assert figures.share(0.9598) == "95.98 %" and figures.share(0.125) == "12.5 %"
+    assert figures.change(-0.687) == "-68.7 %" and figures.change(0.008) == "+0.8 %"
+    assert figures.change(0) == "0 %" and figures.change(None) == figures.DASH
 
 
 finite = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False)

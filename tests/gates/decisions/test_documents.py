@@ -15,10 +15,10 @@ from documents import decision as documents
 from gates.decisions import decide_g1, decide_g2, decide_g3, decide_g4, stop_loss_review
 from gates.decisions.statistics.operating import operating_characteristic
 from gates.specs.validation import default_spec
+from tests.gates.decisions.g4.test_g4 import g4_spec, soak
 from tests.gates.decisions.test_g1 import facts, g1_spec
 from tests.gates.decisions.test_g2 import aa_pairs, g2_spec, observed, run
 from tests.gates.decisions.test_g3 import CONTEXT, g3_spec, measurement, paired
-from tests.gates.decisions.test_g4 import g4_spec, soak
 
 
 def mismatches(value: Any, hint: Any, where: str = "result") -> list[str]:

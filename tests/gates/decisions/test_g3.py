@@ -447,3 +447,56 @@ def test_clauses_on_an_arm_the_host_cannot_run_are_not_evaluated_and_never_pass(
 def test_unavailable_arms_must_name_a_reason():
     with pytest.raises(EvidenceError, match="unavailable_arms"):
         decide_g3(g3_spec(), paired([0.6, 0.6, 0.6]), {"unavailable_arms": {"offload": ""}})
+
+
+def lmcache_proven(rows: list[dict], lookup_hit_rate: float | None) -> list[dict]:
+    """The offload cells proven by LMCache's own lookup counters, their engine's external hit
+    rate high (it must not be the one read)."""
+    for row in rows:
+        if row["arm"] == "offload":
+            facts = {"metrics_tool": "lmcache-metrics", "lookup_hit_rate": lookup_hit_rate}
+            row["server"].update(
+                external_hit_rate=0.9, hit_proof="lmcache", side_services={"lmcache": facts}
+            )
+    return rows
+
+
+def test_a_side_services_lookup_hit_rate_is_the_offload_arms_hit_proof_when_named():
+    result = decide_g3(g3_spec(), lmcache_proven(paired([0.6, 0.6, 0.6]), 0.05), CONTEXT)
+    assert result["verdict"] == "invalid"
+    broken = [entry for entry in result["validity"] if entry["ok"] is False]
+    assert {entry["check"] for entry in broken} == {"external_hit_rate"}
+    assert "lmcache lookup hit rate 0.050 (floor 0.2)" in result["reasons"][0]
+
+
+def test_a_side_services_good_lookup_hit_rate_keeps_the_gate_valid():
+    result = decide_g3(g3_spec(), lmcache_proven(paired([0.60, 0.62, 0.59, 0.61]), 0.7), CONTEXT)
+    assert result["verdict"] == "pass"
+
+
+def test_an_unreported_side_service_hit_rate_is_unknown_never_the_engines():
+    result = decide_g3(g3_spec(), lmcache_proven(paired([0.60, 0.62, 0.59, 0.61]), None), CONTEXT)
+    assert result["verdict"] == "pass"
+    assert "external_hit_rate unknown for 4 measurement(s) of arm offload" in result["notes"]
+    checks = [entry for entry in result["validity"] if entry["check"] == "external_hit_rate"]
+    assert {(entry["ok"], entry["observed"]) for entry in checks} == {(None, None)}
+    assert "lmcache lookup hit rate not reported" in checks[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("server", "field"),
+    [
+        ({"hit_proof": 3}, "measurements[1].server.hit_proof"),
+        ({"hit_proof": "lmcache", "side_services": []}, "measurements[1].server.side_services"),
+        (
+            {"hit_proof": "lmcache", "side_services": {"lmcache": {"lookup_hit_rate": "high"}}},
+            "measurements[1].server.side_services.lmcache.lookup_hit_rate",
+        ),
+    ],
+)
+def test_a_malformed_side_service_hit_proof_is_an_evidence_error(server, field):
+    rows = paired([0.6, 0.6, 0.6])
+    rows[1]["server"].update(server)
+    with pytest.raises(EvidenceError) as caught:
+        decide_g3(g3_spec(), rows, CONTEXT)
+    assert caught.value.field == field

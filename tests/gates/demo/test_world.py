@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from gates.demo.walk import band_steps, check_outcome
 from gates.demo.world import build_demo_world, demo_host
-from gates.models import AuditEvent, SpecSignature
+from gates.models import AuditEvent, SpecSignature, Verdict
+from gates.planner.run_band import measured_against_predicted
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +45,61 @@ def test_each_demo_engagement_has_an_emulated_host_of_its_own():
         assert len(set(values)) == len(values), key
     folders = {Path(host.parameters["sim_host_config"]).parent for host in hosts}
     assert len(folders) == len(hosts)
+
+
+def test_an_engagement_that_misses_the_outcome_it_was_built_to_show_is_a_failed_step():
+    helps, short_chat = build_demo_world(passwords=PASSWORDS)
+    # nothing decided yet: neither shows its outcome, so `demo --once` would exit non-zero
+    assert not check_outcome(helps).ok and not check_outcome(short_chat).ok
+    helps.gates.filter(kind="G3").update(verdict=Verdict.INCONCLUSIVE)
+    short_chat.gates.filter(kind="G3").update(verdict=Verdict.FAIL)
+    assert check_outcome(helps).detail == "G3 inconclusive, built to show pass"
+    assert not check_outcome(helps).ok
+    assert check_outcome(short_chat).ok
+    helps.gates.filter(kind="G3").update(verdict=Verdict.PASS)
+    assert check_outcome(helps).ok
+
+
+BAND = {"predicted": [{"concurrency": 8, "low": -0.71, "high": -0.63}]}
+
+
+def ttft_cell(ratio: float) -> dict:
+    return {
+        "metric": "ttft_p50",
+        "compare": "offload/baseline",
+        "tier": 8,
+        "ratio": {"estimate": ratio},
+    }
+
+
+def shown(ratio: float) -> dict:
+    return {"state": "predicted", "tiers": measured_against_predicted(BAND, [ttft_cell(ratio)])}
+
+
+def test_a_measurement_outside_its_band_fails_only_where_the_band_is_decisive():
+    """`demo --once` prints each G3 tier's band beside its measurement, as the run page does."""
+    [inside] = band_steps("helps", True, shown(1 - 0.687))
+    assert (inside.name, inside.ok) == ("helps G3 band c=8", True)
+    assert inside.detail == "predicted -71 % to -63 %, measured -68.7 % (inside)"
+    [outside] = band_steps("helps", True, shown(1 - 0.5))
+    assert not outside.ok and outside.detail.endswith("measured -50 % (outside)")
+    [noted] = band_steps("chat", False, shown(1 - 0.5))
+    assert noted.ok and "(outside: a note, not a failure: " in noted.detail
+    [unknown] = band_steps("helps", True, {"state": "unknown", "reason": "no inventory"})
+    assert (unknown.ok, unknown.detail) == (False, "no band: no inventory")
+
+
+def test_the_short_chat_engagement_names_the_model_its_host_serves_and_keeps_its_rows():
+    """It once claimed an 8B model its 480B host did not run: a database from then is renamed."""
+    _, short_chat = build_demo_world(passwords=PASSWORDS)
+    short_chat.title, short_chat.model_name = (
+        "8B short chat (offload does not help)",
+        "llama-3-8b-sim",
+    )
+    short_chat.save()
+    again = build_demo_world(passwords=PASSWORDS)[1]
+    assert again.pk == short_chat.pk
+    assert (again.title, again.model_name) == (
+        "480B short chat (offload does not help)",
+        "qwen3-coder-480b-sim",
+    )

@@ -10,9 +10,12 @@ from django.urls import reverse
 
 from gates.evidence import keys, layout, statement
 from gates.models import Decision, EvidenceKey
+from tests.gates.services.test_attempts import carrying_gate
 from tests.gates.services.test_uploads import (
+    bench_file,
     g1_upload,
     g3_upload_gate,
+    scrapes,
     send,
     upload_cell,
     upload_run,
@@ -37,6 +40,23 @@ def g3_upload_decision(
             assert upload_cell(api, run["id"], arm, repetition).status_code == 201
     assert api.post(reverse("api:run-decide", args=[run["id"]])).status_code == 200
     return gate.decisions.get()
+
+
+def g3_carrying_decision(api, actor, viewer, engagement, host) -> Decision:
+    """The upload G3 carrying repetitions: an attempt at the bar (inconclusive), then one that
+    carries its four repetitions and passes on the union of eight; the second's decision."""
+    gate = carrying_gate(actor, viewer, engagement, host)
+    for ratios in ({1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77}, {5: 0.40, 6: 0.41, 7: 0.39, 8: 0.40}):
+        run = upload_run(api, gate)
+        for repetition, ratio in ratios.items():
+            base = 1000.0 * (1 + 0.01 * repetition)
+            for arm, ttft in (("baseline", base), ("offload", base * ratio)):
+                cell = bench_file(ttft_ms=ttft, throughput=100.0, tier=8)
+                where = {"arm": arm, "tier": 8, "repetition": repetition}
+                sent = send(api, run["id"], kind="bench", file=cell, **where, **scrapes(arm))
+                assert sent.status_code == 201, sent.json()
+        assert api.post(reverse("api:run-decide", args=[run["id"]])).status_code == 200
+    return gate.decisions.get(runs__attempt=2)
 
 
 def resealed(data: bytes, change) -> bytes:

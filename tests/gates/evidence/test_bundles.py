@@ -12,11 +12,14 @@ from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
 
 from gates.evidence import bundle_for_decision, envelope_digest, layout, statement
+from gates.evidence.store import seal_create
 from gates.evidence.verify import verify_bundle
+from gates.evidence.versions import software_versions
 from gates.models import EvidenceKey, EvidenceSeal
 from tests.gates.evidence.helpers import (
     edited_json,
     g1_upload_decision,
+    g3_carrying_decision,
     g3_upload_decision,
     resealed,
 )
@@ -197,3 +200,68 @@ def test_a_member_of_the_wrong_shape_is_a_named_failure_not_a_crash(g3_bundle):
 
     problems = problems_of(resealed(g3_bundle, shapeless))
     assert problems and all(isinstance(p, str) for p in problems)
+
+
+def test_a_carrying_decision_holds_the_carried_files_and_a_changed_carried_number_is_named(
+    api, actor, vendor_viewer, engagement, host
+):
+    decision = g3_carrying_decision(api, actor, vendor_viewer, engagement, host)
+    assert decision.verdict == "pass"
+    data, _ = bundle_for_decision(decision)
+    report = verify_bundle(data, public_key=server_key())
+    assert report.ok, report.problems
+    assert (
+        "run attempt 2: recomputed from its raw files and the 4 repetitions it carries to pass, "
+        "every number as recorded" in report.notes
+    )
+    members = layout.read_zip(data)
+    carried = "runs/attempt-2/carried/attempt-1/"
+    records = layout.load_json_member(members, carried + "measurements.json")
+    assert sorted({row["repetition"] for row in records}) == [1, 2, 3, 4]
+    result = carried + "files/offload-c8-r3/result.json"
+    assert layout.sha256_hex(members[result]) == next(
+        row["raw_sha256"] for row in records if (row["arm"], row["repetition"]) == ("offload", 3)
+    )
+    assert layout.load_json_member(members, carried + "run.json")["decision"]["verdict"] == (
+        "inconclusive"
+    )
+
+    def slower_carried_offload(m):  # the carried repetition 3 made to look worse
+        raw = json.loads(m[result])
+        raw["median_ttft_ms"] = 1020.0
+        m[result] = json.dumps(raw).encode()
+
+    problems = problems_of(resealed(data, slower_carried_offload))
+    where = carried + "measurements.json[5]"
+    assert f"{where}.raw_sha256: is not the SHA-256 of files/offload-c8-r3/result.json" in problems
+    assert f"{where}.metrics.ttft_ms.median: recorded 751.9, recomputed 1020.0" in problems
+    assert (
+        "decision/decision.json result.clauses[0].pairs[2].a: recorded 751.9, recomputed 1020.0"
+        in problems
+    )
+
+    def one_carried_repetition_dropped(m):
+        edited_json(m, carried + "measurements.json", lambda rows: [rows.pop(), rows.pop()])
+
+    problems = problems_of(resealed(data, one_carried_repetition_dropped))
+    assert (
+        "decision/context.json carried_repetitions: 4, the bundle carries 3 repetition(s) under "
+        "runs/attempt-2/carried/" in problems
+    )
+
+
+def test_a_carrying_decision_sealed_before_bundles_held_carried_files_is_named_not_recomputed(
+    api, actor, vendor_viewer, engagement, host
+):
+    decision = g3_carrying_decision(api, actor, vendor_viewer, engagement, host)
+    snapshot = {"versions": {**software_versions(), "host_tools": {}}, "soak_windows": True}
+    seal_create(decision, snapshot)  # as an older server sealed it: no "carried" in its snapshot
+    data, _ = bundle_for_decision(decision)
+    assert not any("/carried/" in name for name in layout.read_zip(data))
+    report = verify_bundle(data, public_key=server_key())
+    assert report.ok, report.problems
+    assert any(
+        note.startswith("run attempt 2: carries 4 repetitions from an earlier attempt")
+        and "NOT recomputed" in note
+        for note in report.notes
+    )

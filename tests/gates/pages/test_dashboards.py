@@ -1,5 +1,6 @@
 """Gate and run pages embed the figures of the latest decision and of the run's measurements,
-recorded through the services and decided by the engine; other organizations still get 404."""
+recorded through the services and decided by the engine; other organizations still get 404. A
+run's per-request records are plotted per tier from the measurements the page already reads."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import json
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gates import services
 from gates.decisions import decide_g1, decide_g2, decide_g3
-from gates.models import Decision, Gate, Run
+from gates.models import Decision, Gate, Measurement, Run
 from gates.pages.dashboards import chart_metrics, gate_dashboard, run_panels
 from runners.program.perform import StepProgress
 from tests.contract import sign_as_both
@@ -222,3 +225,99 @@ def test_gate_and_run_pages_open_with_what_happened_and_who_acts_next(
     run = decision.runs.first()
     run_page = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
     assert f"This run&#x27;s verdict: {decision.verdict}" in run_page
+
+
+# --- per-request plots: from the measurements the page reads, never the raw files -----------
+
+
+def replay_metrics(ttft: list[float], late_ms: float = 2.0) -> dict:
+    at = [float(i) for i in range(len(ttft))]
+    per_request = {
+        "count": len(ttft),
+        "errors": 0,
+        "sent_s": [a + late_ms / 1000 for a in at],
+        "send_at_s": at,
+        "ttft_ms": ttft,
+        "e2el_ms": [t + 50 for t in ttft],
+    }
+    fidelity = {"valid": True, "reasons": [], "requests": len(ttft), "sent": len(ttft)}
+    fidelity |= {"arrival_error_ms": {"p50": late_ms, "p99": late_ms, "max": late_ms}}
+    fidelity |= {"prompt_token_mismatches": 0, "output_token_mismatches": 0}
+    fidelity |= {"arrival_bar_ms": 10.0}
+    return {
+        "completed": len(ttft),
+        "ttft_ms": {"median": sorted(ttft)[len(ttft) // 2]},
+        "per_request": per_request,
+        "replay": {"digest": "d" * 64, "fidelity": fidelity},
+    }
+
+
+def measure(run: Run, cells: list[tuple[str, int, int]], *, without: str = "") -> None:
+    for arm, tier, repetition in cells:
+        metrics = {"completed": 3} if arm == without else replay_metrics([10.0, 30.0, 20.0])
+        Measurement.objects.create(
+            run=run, arm=arm, tier=tier, repetition=repetition, metrics=metrics
+        )
+
+
+@pytest.fixture
+def g3_run(actor, vendor_viewer, engagement) -> Run:
+    return uploaded_run(actor, vendor_viewer, open_g3(actor, vendor_viewer, engagement))
+
+
+@pytest.mark.django_db
+def test_each_tier_gets_its_per_request_plots_with_arms_overlaid(client, g3_run, customer_viewer):
+    measure(
+        g3_run,
+        [("baseline", 8, 1), ("offload", 8, 1), ("offload", 8, 2), ("recompute", 8, 1)],
+        without="recompute",
+    )
+    client.force_login(customer_viewer)
+    response = client.get(reverse("gates:run-detail", args=[g3_run.pk]))
+    page = response.content.decode()
+
+    scatter = embedded(response, "figure-requests-c8-ttft")
+    assert [trace["name"] for trace in scatter["data"]] == ["baseline", "offload"]
+    assert len(scatter["data"][1]["y"]) == 6  # two repetitions, pooled
+    notes = scatter["layout"]["annotations"][0]["text"]
+    assert "no per-request TTFTs kept for recompute" in notes
+    ecdf = embedded(response, "figure-requests-c8-ecdf")
+    assert ecdf["data"][0]["x"] == [10.0, 20.0, 30.0]
+    arrival = embedded(response, "figure-requests-c8-arrival")
+    assert sorted(shape["y0"] for shape in arrival["layout"]["shapes"]) == [-10.0, 10.0]
+    assert "TTFT by send time, c=8" in page and "Arrival-time error of the replay, c=8" in page
+    assert "TTFT by send time, c=8 in numbers" in page  # the numbers under the figure
+    assert "Trace replay fidelity" in page  # each cell's verdict stays
+
+
+@pytest.mark.django_db
+def test_a_run_without_per_request_records_has_no_request_plots(client, g3_run, customer_viewer):
+    for arm in ("baseline", "offload"):
+        Measurement.objects.create(
+            run=g3_run, arm=arm, tier=8, repetition=1, metrics={"ttft_ms": {"median": 5.0}}
+        )
+    client.force_login(customer_viewer)
+    page = client.get(reverse("gates:run-detail", args=[g3_run.pk])).content.decode()
+    assert "figure-run-measurements" in page and "figure-requests" not in page
+
+
+@pytest.mark.django_db
+def test_the_run_page_costs_the_same_queries_with_one_cell_or_twenty_four(
+    client, g3_run, customer_viewer, django_assert_num_queries
+):
+    client.force_login(customer_viewer)
+    url = reverse("gates:run-detail", args=[g3_run.pk])
+    measure(g3_run, [("offload", 8, 1)])
+    client.get(url)  # warm the per-process caches (sessions, the service banner's probe)
+    with CaptureQueriesContext(connection) as one_cell:
+        assert client.get(url).status_code == 200
+    cells = [
+        (arm, tier, rep)
+        for arm in ("baseline", "recompute")
+        for tier in (4, 8, 16)
+        for rep in (1, 2, 3, 4)
+    ]
+    measure(g3_run, cells + [("offload", tier, rep) for tier in (4, 16) for rep in (1, 2, 3, 4)])
+    with django_assert_num_queries(len(one_cell.captured_queries)):
+        response = client.get(url)
+    assert "figure-requests-c16-arrival" in response.content.decode()

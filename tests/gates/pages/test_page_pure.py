@@ -113,7 +113,8 @@ def test_lists_none_and_durations_read_plainly():
         ({"check": "host_memory_min_gib"}, "GiB", "at_least"),
         ({"check": "driver_min"}, "version", "at_least"),
         ({"check": "gpu_model"}, None, "matches"),
-        ({"check": "health"}, None, None),
+        ({"check": "health"}, "s", "at_most"),  # G2: seconds until healthy, at most the timeout
+        ({"check": "made_up"}, None, None),
     ],
 )
 def test_each_clause_says_its_unit_and_comparison(row, unit, comparison):
@@ -180,7 +181,7 @@ def test_a_summary_names_the_deciding_clause_with_its_number_and_bar_and_who_act
     summary = gate_summary(G("G3", "decided", "inconclusive"), clauses)
     assert summary["happened"] == "G3 did not pass: inconclusive."
     assert summary["deciding"] == (
-        "ttft_p50 reduction at c=16: 30.25 % (interval 26.50 % to 34.00 %), bar 29 %: "
+        "TTFT p50 reduction at c=16: 30.25 % (interval 26.50 % to 34.00 %), bar 29 %: "
         "the interval straddles the bar"
     )
     assert summary["who"] == "vendor" and "re-runs G3" in summary["next"]
@@ -197,7 +198,7 @@ def test_a_summary_names_the_deciding_clause_with_its_number_and_bar_and_who_act
         "cause": "too many failed requests",
     }
     assert (
-        "error_rate: observed 1.25 %, expected 0.5 %"
+        "error rate: observed 1.25 %, expected 0.5 %"
         in gate_summary(G("G4", "decided", "fail"), [check])["deciding"]
     )
 

@@ -61,10 +61,12 @@ def test_the_engagement_list_costs_the_same_queries_with_500_engagements(
     client.get(url)  # the session's first read
     few = queries_for(client, url)
     more_engagements(engagement, 499)
-    response = client.get(url)
-    assert response.content.decode().count('class="next-action"') == 500
+    page = client.get(url).content.decode()
+    assert page.count('class="next-action"') == 50  # a page of them, with the count of all
+    assert "500 engagements, page 1 of 10." in page
     assert queries_for(client, url) == few
-    assert few <= 6  # session, user, memberships, engagements with customers, gates
+    assert queries_for(client, url + "?page=10&state=active") == few
+    assert few <= 7  # session, user, memberships, count, engagements with customers, gates
 
 
 @pytest.mark.parametrize("name", ["gates:gate-detail", "gates:engagement-detail"])
@@ -79,3 +81,19 @@ def test_the_gate_and_engagement_pages_cost_the_same_queries_with_50_runs(
     few = queries_for(client, url)
     more_runs(gate, 49)
     assert queries_for(client, url) == few
+
+
+def test_a_gates_runs_come_in_pages_with_their_count_and_a_state_filter(
+    client, vendor_admin, engagement
+):
+    gate = engagement.gates.get(kind="G1")
+    more_runs(gate, 120)
+    client.force_login(vendor_admin)
+    url = reverse("gates:gate-detail", args=[gate.pk])
+    first = client.get(url).content.decode()
+    assert "120 runs, page 1 of 3." in first and first.count("data-run=") == 50
+    last = client.get(url + "?page=3").content.decode()
+    assert last.count("data-run=") == 20 and 'rel="prev"' in last and 'rel="next"' not in last
+    none = client.get(url + "?run_state=running").content.decode()
+    assert "0 runs running." in none and "No runs running." in none
+    assert queries_for(client, url + "?page=2") == queries_for(client, url)

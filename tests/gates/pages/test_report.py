@@ -16,7 +16,7 @@ from gates.evidence import bundle_for_decision, envelope_digest, layout
 from gates.pages.report.page import report_digest
 from gates.pages.report.tables import clause_table, inventory_table
 from tests.gates.charts.test_charts import template
-from tests.gates.decisions.test_g4 import g4_spec, soak
+from tests.gates.decisions.g4.test_g4 import g4_spec, soak
 from tests.gates.pages.test_dashboards import (
     G1_FACTS,
     decide_uploaded,

@@ -245,7 +245,7 @@ def test_a_compressed_soak_is_labelled_so_wherever_its_verdict_is_shown(
     client, customer_viewer, soak_run
 ):
     from gates.selectors import gate_readout
-    from gates.services.soak.ticks import _decide
+    from gates.services.soak.verdict import soak_decide as _decide
 
     store(soak_run, range(6))
     Soak.objects.filter(run=soak_run).update(compressed=True)

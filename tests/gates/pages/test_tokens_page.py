@@ -40,7 +40,7 @@ def test_a_customer_owner_creates_a_token_that_works_against_the_api(
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
     listed = api.get(reverse("api:engagement-list")).json()
-    assert [row["id"] for row in listed] == [engagement.pk]
+    assert [row["id"] for row in listed["results"]] == [engagement.pk]
 
 
 def test_the_list_shows_scopes_expiry_and_last_use_of_the_own_organization_only(

@@ -125,9 +125,15 @@ def test_the_gate_page_shows_the_spec_field_by_field_and_what_the_new_version_ch
     page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
     assert "What v2 changed from v1" in page
     changes = page.split('id="spec-changes"')[1].split("</table>")[0]
-    assert "<code>expect.gpu_count</code></td><td>8</td><td>4</td>" in changes
+    assert (
+        '<th scope="row">GPUs on the host, exactly <code class="field-path">expect.gpu_count'
+        "</code></th><td>8 GPUs</td><td>4 GPUs</td>"
+    ) in changes
     fields = page.split('id="spec-fields"')[1].split("</table>")[0]
-    assert "<code>expect.gpu_count</code></td><td>4</td>" in fields
+    assert (
+        '<th scope="row">GPUs on the host, exactly <code class="field-path">expect.gpu_count'
+        "</code></th><td>4 GPUs</td>"
+    ) in fields
 
 
 def test_the_host_picker_offers_the_host_this_engagements_last_run_used(
@@ -214,3 +220,24 @@ def test_the_gate_page_polls_only_its_runs_still_going(client, vendor_admin, eng
     Run.objects.filter(pk=run.pk).update(state="canceled", finished_at=run.created_at)
     page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
     assert "data-run-api" not in page
+
+
+def test_the_run_page_shows_a_repetition_set_aside_with_its_reason(
+    client, vendor_admin, actor, vendor_viewer, engagement, host
+):
+    gate = engagement.gates.get(kind="G1")
+    run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
+    services.run_claim(run_id=run.pk)
+    why = "baseline at tier 4, repetition 3: step of +21 % in TTFT at request 33 of 64"
+    services.decision_record(
+        run_id=run.pk,
+        result={
+            "verdict": "inconclusive",
+            "clauses": [],
+            "set_aside": [{"repetition": 3, "reasons": [why]}],
+            "notes": ["step check skipped for offload at tier 16, repetition(s) 1: too few"],
+        },
+    )
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
+    assert "repetition 3: " + why in page and "step check skipped for offload" in page

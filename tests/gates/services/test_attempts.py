@@ -1,12 +1,14 @@
-"""G3 attempts spend the spec's error budget: counted, told to the engine, capped."""
+"""G3 attempts spend the spec's error budget: counted, told to the engine, capped; an
+inconclusive one's repetitions carried into the next where the spec says so."""
 
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from gates import services
 from gates.errors import IllegalTransitionError, ServiceError
-from gates.models import Gate, Measurement, Run
+from gates.models import AuditEvent, Gate, Measurement, Run
 from gates.services.contract.power import UnderpoweredSpecError
 from gates.services.runs.attempts import (
     AttemptsSpentError,
@@ -14,7 +16,11 @@ from gates.services.runs.attempts import (
     gate_attempts_spent,
     gate_check_attempts_left,
 )
+from gates.services.runs.carrying import CarryRefusedError
+from gates.services.runs.evaluation import run_evaluate
 from tests.contract import sign_as_both
+from tests.gates.services.test_uploads import g3_upload_gate
+from tests.gates.test_tenancy import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -142,6 +148,9 @@ def test_a_cancel_after_the_first_look_spends_the_attempt_and_one_before_it_does
     late = canceled_attempt(actor, vendor_viewer, gate, first_look)
     assert services.run_spent_attempt(late) and gate_attempts_spent(gate) == 1
     assert g3_decision_context(gate)["attempt"] == 2
+    # The audit trail says so at the cancel, for the audit log's sentence.
+    cancels = AuditEvent.objects.filter(action="run.cancel").order_by("id")
+    assert [event.detail["attempt_spent"] for event in cancels] == [False, True]
 
 
 def test_canceling_the_last_attempt_past_its_look_opens_review_and_refuses_another_run(
@@ -170,3 +179,86 @@ def test_a_cancel_without_a_reason_is_refused_and_changes_nothing(actor, vendor_
     assert refused.value.field == "reason"
     run.refresh_from_db()
     assert not run.is_ended
+
+
+# Repetitions carried into the next attempt (statistics.carry_repetitions).
+
+
+def carrying_gate(actor, vendor_viewer, engagement, host):
+    """The upload tests' one-cell G3 (tier 8, 4 repetitions, one look), carrying repetitions."""
+    gate = g3_upload_gate(actor, vendor_viewer, engagement, host)
+    document = gate.current_spec.document
+    document["statistics"]["carry_repetitions"] = True
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    sign_as_both(gate)
+    return gate
+
+
+def measured(run: Run, ratios: dict[int, float]) -> None:
+    """Baseline and offload TTFT p50 at tier 8, offload/baseline as given per repetition."""
+    for repetition, ratio in ratios.items():
+        base = 1000.0 * (1 + 0.01 * repetition)
+        for arm, ttft in (("baseline", base), ("offload", base * ratio)):
+            Measurement.objects.create(
+                run=run,
+                arm=arm,
+                tier=8,
+                repetition=repetition,
+                metrics={"ttft_ms": {"median": ttft}, "failed": 0, "completed": 64},
+            )
+
+
+def upload(actor, viewer, gate, host=None) -> Run:
+    return services.run_create(
+        actor=actor, viewer=viewer, gate=gate, host=host, source=Run.Source.UPLOAD
+    )
+
+
+def test_an_inconclusive_attempt_carries_its_repetitions_and_the_next_decides_on_the_union(
+    client, vendor_admin, vendor_org, actor, vendor_viewer, engagement, host
+):
+    gate = carrying_gate(actor, vendor_viewer, engagement, host)
+    first = upload(actor, vendor_viewer, gate)
+    measured(first, {1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77})  # at the bar: inconclusive
+    assert run_evaluate(first).verdict == "inconclusive"
+
+    second = upload(actor, vendor_viewer, gate)
+    assert (second.carried_from, second.carried_repetitions) == (first, 4)
+    assert second.first_repetition == 5 and second.attempt == 2
+    early = run_evaluate(second)  # the union's only look is at 8: four of its own first
+    assert not early.decided and early.first == 5 and early.more == 4
+    measured(second, {5: 0.40, 6: 0.41, 7: 0.39, 8: 0.40})
+    assert run_evaluate(second).verdict == "pass"
+    result = gate.decisions.get(runs=second).result
+    (cell,) = result["clauses"]
+    assert [pair["repetition"] for pair in cell["pairs"]] == list(range(1, 9))
+    assert result["inputs"]["plan"]["looks"] == [8]
+    assert result["inputs"]["context"]["carried_repetitions"] == 4
+    assert result["inputs"]["attempt"] == 2  # its own share of the budget, once
+
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:run-detail", args=[second.pk])).content.decode()
+    assert "This attempt carries 4 repetitions from" in page and "run #1</a>" in page
+    api = token_client(vendor_admin, vendor_org, scopes=["read"])
+    record = api.get(reverse("api:run-detail", args=[second.pk])).json()
+    assert (record["carried_from"], record["carried_repetitions"]) == (first.pk, 4)
+    assert record["first_repetition"] == 5
+    (listed,) = [
+        row
+        for row in api.get(reverse("api:gate-runs", args=[gate.pk])).json()["results"]
+        if row["id"] == second.pk
+    ]
+    assert listed["carried_from"] == first.pk
+
+
+def test_a_carry_onto_another_host_is_refused_with_the_reason(
+    actor, vendor_viewer, engagement, host
+):
+    gate = carrying_gate(actor, vendor_viewer, engagement, host)
+    first = upload(actor, vendor_viewer, gate)
+    measured(first, {1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77})
+    run_evaluate(first)
+    with pytest.raises(CarryRefusedError) as refused:
+        upload(actor, vendor_viewer, gate, host)
+    assert "run #1 ran on uploaded results" in str(refused.value)
+    assert refused.value.field == "host" and gate.runs.count() == 1

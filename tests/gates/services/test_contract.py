@@ -111,7 +111,8 @@ class TestProposals:
         alert = Alert.objects.get(event="spec_proposed")
         assert alert.recipients == [customer_owner.email]  # the other party, not the proposer
         assert "the vendor proposed a new G1 spec" in alert.subject
-        assert "expect.free_disk_min_gib: 500 -> 1" in alert.body and v2.digest in alert.body
+        assert "Free disk, at least: 500 GiB → 1 GiB" in alert.subject
+        assert "- Free disk, at least: 500 GiB → 1 GiB" in alert.body and v2.digest in alert.body
 
         assert decided(actor, vendor_viewer, g1, host, "pass").rehearsal  # not in force yet
         sign(vendor, v2)

@@ -383,6 +383,28 @@ class TestAppendOnly:
             cursor.execute("UPDATE gates_auditevent SET action = 'forged'")
         assert not AuditEvent.objects.filter(action="forged").exists()
 
+    @pytest.mark.parametrize(
+        "table",
+        [
+            "gates_auditevent",
+            "gates_decision",
+            "gates_evidenceseal",
+            "gates_evidencesignature",
+            "gates_inventoryamendment",
+            "gates_inventorysignature",
+            "gates_publicationconsent",
+        ],
+    )
+    def test_the_migrations_made_each_signed_record_append_only_in_the_database(self, table):
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal",
+                [table],
+            )
+            assert (f"{table}_append_only",) in cursor.fetchall()
+
 
 def test_a_canceled_run_leaves_no_step_started(actor, vendor_viewer, engagement, host):
     from gates.models import RunStep

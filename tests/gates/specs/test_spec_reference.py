@@ -113,8 +113,21 @@ BREAKS: dict[tuple[str, str], list[Callable[[dict], None]]] = {
         lambda s: s["repetitions"].update(min=30),  # above max
     ],
     ("G3", "repetitions.max"): [lambda s: s["repetitions"].update(max=9)],
-    ("G3", "clauses[].metric"): [_clause(0, metric="speed"), _clause(0, metric="ttft_p99")],
+    ("G3", "clauses[].metric"): [
+        _clause(0, metric="speed"),
+        _clause(0, metric="ttft_p99"),
+    ],
+    ("G3", "clauses[].slo"): [
+        _clause(0, metric="goodput"),  # without its slo
+        _clause(0, slo={"ttft_ms": 2000}),  # an slo on a latency clause
+    ],
+    ("G3", "clauses[].arm"): [
+        _clause(0, arm="offload"),  # a floor's arm on a ratio clause
+        _clause(0, metric="goodput", slo={"ttft_ms": 9}, arm="auditor"),
+    ],
     ("G3", "clauses[].compare"): [
+        _clause(0, compare=None),
+        _clause(0, metric="goodput", slo={"ttft_ms": 9}, arm="offload"),  # a floor comparing
         _clause(0, compare="offload/offload"),
         _clause(0, compare="offload/nobody"),
     ],
@@ -122,6 +135,7 @@ BREAKS: dict[tuple[str, str], list[Callable[[dict], None]]] = {
         _clause(0, at_least_pct=100),
         _clause(0, at_least_pct=None),
         _clause(3, at_least_pct=5),
+        _clause(0, metric="goodput", slo={"ttft_ms": 9}, arm="offload", at_least_pct=120),
     ],
     ("G3", "clauses[].at_least"): [_clause(0, at_least=2), _clause(3, at_least=None)],
     ("G3", "clauses[].claimed_pct"): [_clause(3, claimed_pct=5)],

@@ -222,6 +222,41 @@ def test_a_window_longer_than_the_soak_is_refused():
     ]
 
 
+def test_a_soak_of_too_many_windows_is_refused_naming_the_shortest_window_allowed():
+    document = default_spec("G4")
+    document["duration_h"], document["window_min"] = 72, 0.1  # 6 s windows: 43,200
+    (error,) = validate_spec("G4", document)
+    assert error.field == "window_min"
+    assert "43,200 windows; at most 30,000" in error.message and "0.144 minutes" in error.message
+    document["window_min"] = 10 / 60  # 10 s windows: 25,920, the soak bench's
+    assert validate_spec("G4", document) == []
+
+
+@pytest.mark.parametrize(
+    ("retention", "field", "message"),
+    [
+        ({"keep_every_nth_window": 0, "keep_after_sealed_days": 30}, "keep_every_nth_window", "1"),
+        ({"keep_every_nth_window": 6.5, "keep_after_sealed_days": 30}, "keep_every_nth_window", ""),
+        ({"keep_every_nth_window": 6, "keep_after_sealed_days": -1}, "keep_after_sealed_days", ""),
+        ({"keep_every_nth_window": 6}, "keep_after_sealed_days", "is required"),
+        ({"keep_every_nth_window": 6, "keep_after_sealed_days": 1, "keep": 1}, "keep", "known"),
+    ],
+)
+def test_a_bad_retention_policy_is_refused_naming_its_field(retention, field, message):
+    document = default_spec("G4")
+    document["retention"] = retention
+    errors = validate_spec("G4", document)
+    assert [error.field for error in errors] == [f"retention.{field}"]
+    assert message in errors[0].message
+
+
+def test_the_g4_template_states_a_retention_policy_and_a_spec_may_leave_it_out():
+    document = default_spec("G4")
+    assert document["retention"] == {"keep_every_nth_window": 6, "keep_after_sealed_days": 30}
+    del document["retention"]
+    assert validate_spec("G4", document) == []
+
+
 def test_the_digest_ignores_key_order_but_not_values():
     document = default_spec("G3")
     reordered = dict(reversed(list(copy.deepcopy(document).items())))

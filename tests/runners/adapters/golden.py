@@ -11,6 +11,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 ADAPTER_FOLDERS = (
     "vllm-bench",
     "guidellm",
+    "aiperf",
     "vllm-metrics",
     "nvidia-smi",
     "rocm-smi",

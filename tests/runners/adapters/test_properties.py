@@ -167,5 +167,5 @@ def test_a_missing_number_is_reported_as_null_never_as_zero(removed):
 
 def test_the_fixture_set_for_properties_covers_every_folder():
     folders = {path.parent.name for path in fixture_files()}
-    assert len(folders) == 9
+    assert len(folders) == 10
     assert Path(next(iter(fixture_files()))).is_file()

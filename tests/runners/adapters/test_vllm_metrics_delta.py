@@ -72,5 +72,5 @@ def test_a_changed_process_start_time_means_a_restart_even_if_counters_grew():
 
 
 def test_anything_but_two_parsed_scrapes_is_refused():
-    with pytest.raises(AdapterError, match="before is not a parse_vllm_metrics result"):
+    with pytest.raises(AdapterError, match="before is not an engine metrics result"):
         metrics_delta({"tool": "vllm-bench"}, LOADED)

@@ -32,6 +32,7 @@ class FakeSession:
     answers: list = field(default_factory=lambda: [Evaluation(True)])
     beats: int = 0
     answered: bool = False
+    first_repetition: int = 1
 
     def heartbeat(self):
         self.beats += 1

@@ -220,11 +220,15 @@ def test_sshd_stopped_mid_run_without_a_retry_window_is_an_infra_error_at_once(
 
 
 def test_cancel_mid_g3_stops_the_host_processes_within_seconds(
-    actor, vendor_viewer, engagement, sim_host
+    actor, vendor_viewer, engagement, sim_host, settings
 ):
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
     run = start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec())
+    # One host poll per task, so a task always ends with a launched step still running; with a
+    # budget of seconds a fast machine can finish every step inside its tasks and the run ends
+    # before the test gets to cancel it.
+    settings.TOLLGATE_TASK_BUDGET_S = 0
     run = drive(
         run, until=lambda r: r.steps.filter(state="started", name__contains="c=16").exists()
     )
@@ -262,3 +266,34 @@ def test_the_reaper_ends_a_run_whose_worker_vanished_and_stops_its_host_processe
     assert "no heartbeat" in run.reason
     assert Host.objects.get(pk=sim_host.pk).lease_run is None
     assert wait_for(lambda: host_processes_gone(run), timeout=15)
+
+
+def test_with_lmcache_the_offload_cells_carry_lmcaches_counters_as_their_hit_proof(
+    actor, vendor_viewer, engagement, sim_host
+):
+    from tests.sshd import free_port
+
+    sim_host.parameters.update(offload_backend="lmcache", lmcache_http_port=free_port())
+    sim_host.save(update_fields=["parameters"])
+    for kind in ("G1", "G2"):
+        pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+    run = drive(start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec()))
+    assert "lmcache healthy" in run.log, run.log[-3000:]
+    offload = Measurement.objects.filter(run=run, arm="offload")
+    assert offload.count() == 4
+    for measurement in offload:
+        facts = measurement.server["side_services"]["lmcache"]
+        assert measurement.server["hit_proof"] == "lmcache"
+        # simhost's LMCache counts what its one offload tier looked up and hit.
+        assert facts["lookup_hit_rate"] == pytest.approx(measurement.server["external_hit_rate"])
+        assert facts["hit_l1_tokens"] == facts["hit_tokens"] > 0
+    baseline = Measurement.objects.filter(run=run, arm="baseline").first()
+    assert "side_services" not in baseline.server
+    kept = set(
+        Artifact.objects.filter(run=run, tool="lmcache-metrics").values_list("name", flat=True)
+    )
+    assert "offload-c16-r1/lmcache-metrics-before.txt" in kept
+    assert "offload-c16-r1/lmcache-metrics-after.txt" in kept
+    decision = run.gate.decisions.first()
+    hit_checks = [c for c in decision.result["validity"] if c["check"] == "external_hit_rate"]
+    assert hit_checks and all("lmcache lookup hit rate" in c["reason"] for c in hit_checks)

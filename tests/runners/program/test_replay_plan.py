@@ -75,6 +75,20 @@ def test_the_records_adapter_summarises_the_measured_requests_only():
     assert run["total_output_tokens"] == 10 and run["output_throughput"] > 0
 
 
+def test_the_records_adapter_keeps_when_each_request_was_scheduled_for_the_arrival_plot():
+    rows = [{**record(1), "send_at_s": 1.0, "sent_s": 1.004}, {**record(2), "send_at_s": 0.5}]
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    (run,) = adapters.parse(text, tool="replay-records")["runs"]
+    requests = run["per_request"]
+    assert requests["send_at_s"] == [0.5, 1.0]  # beside sent_s, in send order
+    assert requests["sent_s"][1] == 1.004
+    untimed = [
+        {key: value for key, value in record(i).items() if key != "send_at_s"} for i in (1, 2)
+    ]
+    plain = "".join(json.dumps(row) + "\n" for row in untimed)  # a trace without timing
+    assert "send_at_s" not in adapters.parse(plain, tool="replay-records")["runs"][0]["per_request"]
+
+
 def test_a_missed_bar_is_a_reason_and_a_model_error_a_note():
     faithful = {"valid": True, "reasons": [], "model_error": "hit rate outside the band"}
     late = {"valid": False, "reasons": ["arrival-time error p99 52.0 ms ..."], "model_error": None}

@@ -70,7 +70,11 @@ def trace_spec(sha256: str) -> dict:
             "tiers": "all",
         }
     ]
-    return g3_spec(workload=workload, tiers=[256], repetitions=(4, 4), clauses=clauses)
+    document = g3_spec(workload=workload, tiers=[256], repetitions=(4, 4), clauses=clauses)
+    # The compact test scenario's 65k-token VRAM keeps more of this down-sampled trace's
+    # sessions than the old 49k one did: measured 0.17-0.18 external hits a repetition.
+    document["validity"]["min_external_hit_rate"] = 0.1
+    return document
 
 
 def test_g3_replays_the_customers_trace_on_every_arm_and_checks_its_fidelity(

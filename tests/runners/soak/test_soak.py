@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from gates import services
-from gates.demo.world import COLD_RECOVERY
 from gates.evidence import bundle_for_decision
 from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Host, HostCleanup, Run, Soak, SoakSample
@@ -23,7 +22,7 @@ from gates.services import pokes
 from gates.specs import validation as specs
 from runners.soak import host as soak_host_io
 from tests.runners.program.test_gate_programs import host_processes_gone, pass_gate, start
-from tests.simhosts import ssh_simhost
+from tests.simhosts import COLD_RECOVERY, ssh_simhost
 from tests.sshd import wait_for
 from worker import tasks
 

@@ -3,7 +3,7 @@ request sent) names its reason when missed; a hit rate outside the band is a mod
 
 from __future__ import annotations
 
-from runners.traces.fidelity import RequestRecord, check_fidelity
+from runners.traces.fidelity import RequestRecord, check_fidelity, replay_fidelity_summary
 from runners.traces.records import TraceRecord
 from runners.traces.replay import ReplaySettings, replay_requests
 
@@ -64,3 +64,24 @@ def test_a_hit_rate_outside_the_band_is_a_model_error_not_invalid():
     assert fidelity.model_error and "not a tier defect" in fidelity.model_error
     inside = check_fidelity(PLANNED, faithful(), achieved_hit_rate=0.3, predicted_band=(0.2, 0.4))
     assert inside.hit_rate and inside.hit_rate["inside"] and inside.model_error is None
+
+
+def test_the_summary_holds_each_cell_against_its_tiers_band_or_says_why_there_is_none():
+    fidelity = check_fidelity(PLANNED, faithful(), achieved_hit_rate=0.9).to_dict()
+    cells = [
+        {
+            "arm": "offload",
+            "tier": tier,
+            "repetition": 1,
+            "metrics": {"replay": {"digest": "d", "fidelity": fidelity}},
+        }
+        for tier in (4, 16)
+    ]
+    summary = replay_fidelity_summary(cells, {4: (0.2, 0.4), 16: "no saved KV plan"})
+    outside, unknown = summary["cells"]
+    assert outside["hit_rate"] == {"achieved": 0.9, "band": [0.2, 0.4], "inside": False}
+    assert summary["notes"] == [f"replay offload c=4 r1: {outside['model_error']}"]
+    assert unknown["hit_rate"]["band"] is None and unknown["model_error"] is None
+    assert summary["hit_band_missing"] == ["no saved KV plan"]
+    as_recorded = replay_fidelity_summary(cells)  # no bands given: the cells as measured
+    assert as_recorded["cells"][0]["hit_rate"]["band"] is None and as_recorded["notes"] == []

@@ -5,13 +5,11 @@ arrival times kept and scaled."""
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 
 from runners.traces.readers.formats import read_trace_file
 from runners.traces.records import TraceRecord
 from runners.traces.replay import ReplaySettings, replay_digest, replay_file_lines, replay_requests
-from runners.traces.vllm_replay import timed_trace_command, timed_trace_lines
 
 MOONCAKE = Path(__file__).resolve().parents[2] / "fixtures/traces/mooncake-synthetic_trace.jsonl"
 SETTINGS = ReplaySettings(seed=7, block_tokens=4)
@@ -91,16 +89,7 @@ def test_a_load_shape_trace_gives_every_request_its_own_prompt():
     assert len({p[:6] for p in prompts}) == 3 and all(len(p) == 6 for p in prompts)
 
 
-def test_the_vllm_timed_trace_file_keeps_the_same_requests_and_schedule():
-    settings = ReplaySettings(seed=7, block_tokens=4, time_scale=0.5)
-    rows = [json.loads(line) for line in timed_trace_lines(TRACE, settings)]
-    planned = list(replay_requests(TRACE, settings))
-    assert [row["timestamp"] for row in rows] == [r.send_at_s for r in planned]
-    assert [row["input_length"] for row in rows] == [len(r.prompt_token_ids) for r in planned]
-    assert rows[1]["hash_ids"] == [1, 2, 3]
-    arguments, env = timed_trace_command(
-        dataset_path="t.jsonl", num_prompts=len(rows), block_tokens=4, seed=7
-    )
-    assert env == {"PYTHONHASHSEED": "7"}  # each arm's client makes the same chunks
-    assert arguments[arguments.index("--timed-trace-chunk-hash-size") + 1] == "4"
-    assert "--self-timed" in arguments
+def test_a_prompt_is_never_longer_than_the_trace_says_when_it_lists_spare_blocks():
+    spare = [record(0.0, (1, 2, 3), 5)]
+    (request,) = replay_requests(spare, SETTINGS)
+    assert len(request.prompt_token_ids) == 5

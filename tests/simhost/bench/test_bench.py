@@ -157,7 +157,7 @@ def test_the_served_name_is_asked_for_while_model_names_the_tokenizer_path(serve
 
 @pytest.mark.skipif(sys.platform != "linux", reason="perf_counter is CLOCK_MONOTONIC on Linux")
 def test_each_request_keeps_its_stamps_in_order_on_both_hosts_clocks(serve):
-    server = serve("--time-scale", "0.02")
+    server = serve("--time-scale", "0.02", "--clock", "wall")  # the client's own stamps
     flags = ["--num-prompts", "6", "--random-input-len", "16", "--random-output-len", "4"]
     args = build_parser().parse_args(["bench", "--base-url", server.url, *flags])
     measurement = asyncio.run(measure(bench_settings(args)))
@@ -244,9 +244,9 @@ def test_an_unreachable_server_is_one_clear_line(tmp_path):
     assert done.stderr.count("\n") == 1 and "/v1/models" in done.stderr
 
 
-def _run_arm(serve, tmp_path, scenario_name: str, arm: str) -> dict:
+def _run_arm(serve, tmp_path, scenario_name: str, arm: str, *flags: str) -> dict:
     scenario = SCENARIOS[scenario_name]
-    server = serve("--scenario", scenario_name, *arm_flags(arm, scenario))
+    server = serve("--scenario", scenario_name, *arm_flags(arm, scenario), *flags)
     result = bench(server, tmp_path / arm, "--scenario", scenario_name)
     server.stop()
     return result
@@ -255,7 +255,7 @@ def _run_arm(serve, tmp_path, scenario_name: str, arm: str) -> dict:
 @pytest.mark.slow
 def test_offload_wins_end_to_end_on_long_context_cold_recovery_at_concurrency_16(serve, tmp_path):
     results = {
-        arm: _run_arm(serve, tmp_path, "offload-helps", arm)
+        arm: _run_arm(serve, tmp_path, "offload-helps-compact", arm)
         for arm in ("resident", "offload", "recompute")
     }
     resident, offload, recompute = results["resident"], results["offload"], results["recompute"]
@@ -268,10 +268,12 @@ def test_offload_wins_end_to_end_on_long_context_cold_recovery_at_concurrency_16
 @pytest.mark.slow
 def test_offload_gains_nothing_end_to_end_on_short_prompts_at_concurrency_1(serve, tmp_path):
     # Interleaved R O O R, each arm's best of two: scheduling noise on a shared 2-core box
-    # only ever adds time, so the faster of two runs is the closer to the model's figure.
+    # only ever adds time, so the faster of two runs is the closer to the model's figure. The
+    # scenario's run-to-run speed noise (4 % CV per server session) is off: this compares the
+    # model's two arms, and with it on the throughput ratio's spread (5.7 %) crossed the bounds.
     order = ["resident", "offload", "offload", "resident"]
     runs = [
-        (arm, _run_arm(serve, tmp_path / f"{i}", "offload-does-not-help", arm))
+        (arm, _run_arm(serve, tmp_path / f"{i}", "offload-does-not-help", arm, "--noise-cv", "0"))
         for i, arm in enumerate(order)
     ]
     best = {

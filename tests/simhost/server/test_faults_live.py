@@ -76,6 +76,17 @@ def test_a_fault_file_sets_the_same_knobs(serve, tmp_path):
     assert _complete(server)[0] == 500
 
 
+def test_a_hang_after_n_requests_still_answers_the_n_th_however_long_it_takes(serve):
+    # Long enough that the state writer's fault check (twice a second) runs mid-request: a hang
+    # counted on requests taken in, not answered, froze this answer on a busy box.
+    server = serve("--time-scale", "1.0", "--fault-hang-after-requests", "1")
+    launched = time.monotonic()
+    status, body = _complete(server, max_tokens=256)
+    assert status == 200 and body["usage"]["completion_tokens"] == 256
+    assert time.monotonic() - launched > 1.0  # the check ran at least twice meanwhile
+    assert "injected hang" in server.output()
+
+
 def test_a_hang_accepts_connections_but_never_answers(serve):
     server = serve("--time-scale", "0.01", "--fault-hang-after-requests", "1")
     assert _complete(server)[0] == 200

@@ -329,7 +329,7 @@ def _timing_event(stream: bytes) -> dict:
 
 
 def test_time_a_request_waits_for_a_stalled_server_counts_as_server_time(serve):
-    server = serve("--time-scale", "0.05")
+    server = serve("--time-scale", "0.05", "--clock", "wall")  # wall stamps are under test
     body = json.dumps({"prompt": "hello there", "max_tokens": 2, "stream": True}).encode()
     head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Simhost-Timing: 1\r\n"
     head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"

@@ -1,0 +1,1 @@
+"""The evidence library's pages: the public section and the parties' publishing forms."""

@@ -1,0 +1,104 @@
+"""`simhost lmcache-server`: a TEST DOUBLE of LMCache's multi-process server's HTTP frontend,
+the side service the vLLM profiles start before vLLM when `offload_backend` is `lmcache`.
+
+It serves `/api/healthcheck` and `/metrics` with LMCache's lookup counters
+(`lmcache_mp_lookup_{requested,hit,hit_l1,hit_l2}_tokens_total`). simhost has one offload tier
+and it lives inside the emulated engine, so what this server counts is what that tier saw: at
+every scrape it reads the engine's `/metrics` and reports its external prefix cache queries as
+tokens looked up and its hits as tokens hit, all of them in L1 (the emulated tier is one level
+of host memory; L2 stays 0). An engine not answering yet has looked nothing up: zeros.
+No key-value store runs here. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict
+
+QUERIES = "vllm:external_prefix_cache_queries_total"
+HITS = "vllm:external_prefix_cache_hits_total"
+READ_TIMEOUT_S = 5
+
+
+def engine_counters(page: str) -> Dict[str, float]:
+    """The engine's external prefix cache counters, summed over their label sets."""
+    found = {QUERIES: 0.0, HITS: 0.0}
+    for line in page.splitlines():
+        name = re.split(r"[{ ]", line, maxsplit=1)[0]
+        if name in found:
+            found[name] += float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def lmcache_page(counters: Dict[str, float]) -> str:
+    """LMCache's lookup counters for what the engine's tier looked up and hit."""
+    asked, hit = counters[QUERIES], counters[HITS]
+    series = (
+        ("lookup_requested_tokens", "Tokens looked up in the cache.", asked),
+        ("lookup_hit_tokens", "Tokens found in the cache.", hit),
+        ("lookup_hit_l1_tokens", "Tokens found in L1 (host memory).", hit),
+        ("lookup_hit_l2_tokens", "Tokens found in L2.", 0.0),
+    )
+    lines = []
+    for name, doc, value in series:
+        full = "lmcache_mp_{}_total".format(name)
+        lines += ["# HELP {} {}".format(full, doc), "# TYPE {} counter".format(full)]
+        lines.append("{} {}".format(full, value))
+    return "\n".join(lines) + "\n"
+
+
+def read_engine(url: str) -> Dict[str, float]:
+    try:
+        # An http:// URL only: serve() refuses any other.
+        with urllib.request.urlopen(url, timeout=READ_TIMEOUT_S) as answer:  # noqa: S310
+            return engine_counters(answer.read().decode("utf-8", "replace"))
+    except OSError:
+        return {QUERIES: 0.0, HITS: 0.0}
+
+
+def handler_for(engine_metrics_url: str) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/api/healthcheck":
+                self._answer(200, "text/plain", "OK\n")
+            elif self.path == "/metrics":
+                page = lmcache_page(read_engine(engine_metrics_url))
+                self._answer(200, "text/plain; version=0.0.4", page)
+            else:
+                self._answer(404, "text/plain", "not found\n")
+
+        def _answer(self, status: int, kind: str, body: str) -> None:
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            return  # scrapes are not news
+
+    return Handler
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http-host", default="127.0.0.1")
+    parser.add_argument("--http-port", type=int, required=True)
+    parser.add_argument("--engine-metrics-url", required=True, help="the engine's /metrics")
+
+
+def serve(args: argparse.Namespace) -> int:
+    if not args.engine_metrics_url.startswith("http://"):
+        print("simhost lmcache-server: --engine-metrics-url must be http://", file=sys.stderr)
+        return 2
+    handler = handler_for(args.engine_metrics_url)
+    server = ThreadingHTTPServer((args.http_host, args.http_port), handler)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0

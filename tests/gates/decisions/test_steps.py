@@ -1,0 +1,203 @@
+"""The within-repetition step check (statistics.outliers.step_level): calibrated on simulated
+closed-loop benches, seeded; a flagged repetition is set aside, re-run and shown."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gates.decisions import decide_g3
+from gates.decisions.statistics.inference import SequentialPlan
+from gates.decisions.statistics.spread import sd_from_cv
+from gates.decisions.statistics.steps import (
+    block_statistic,
+    closed_loop_ttfts,
+    find_step,
+    step_checks,
+    step_limit,
+    stepped_gates,
+)
+from tests.gates.decisions.test_g3 import CONTEXT, g3_spec, paired
+
+LEVEL = 0.01
+BENCHES = 9  # the template's 3 arms x 3 tiers in one repetition
+TAIL = LEVEL / BENCHES
+REQUESTS = 64  # the template's num_prompts
+
+
+def flagged_share(
+    tier: int,
+    requests: int,
+    load: float,
+    prefill_sd: float,
+    *,
+    paths: int,
+    seed: int,
+    slower_by: float = 0.0,
+) -> float:
+    """Share of simulated benches whose step statistic exceeds its limit at TAIL."""
+    rng = np.random.default_rng(seed)
+    ttfts = closed_loop_ttfts(
+        rng,
+        paths,
+        requests,
+        tier,
+        load=load,
+        prefill_sd=prefill_sd,
+        slower_from=requests // 2 if slower_by else None,
+        slower_by=slower_by,
+    )
+    blocks = (requests - tier) // tier
+    statistic, _ = block_statistic(np.log(ttfts[:, requests - blocks * tier :]), tier)
+    return float((statistic > step_limit(blocks, tier, TAIL)).mean())
+
+
+def under(share: float, draws: int, level: float) -> bool:
+    return share <= level + 3 * math.sqrt(level * (1 - level) / draws)
+
+
+def test_an_undisturbed_bench_is_flagged_at_most_its_share_of_the_level_under_queueing():
+    """Closed-loop regimes off the calibration grid (loads 1.5, 3 and 6; prefill CV 10-20 %),
+    with the autocorrelation and the first-wave ramp a real queue has; the union over the
+    repetition's 9 benches keeps a repetition's false flags at most 1 %."""
+    for seed, (tier, load, prefill_sd) in enumerate(
+        [(4, 1.5, 0.1), (4, 3.0, 0.2), (4, 6.0, 0.1), (8, 3.0, 0.1), (8, 6.0, 0.2)]
+    ):
+        share = flagged_share(tier, 96, load, prefill_sd, paths=20_000, seed=seed)
+        assert under(share, 20_000, TAIL), (tier, load, prefill_sd, share)
+
+
+def test_a_fifth_slower_server_from_mid_bench_is_found_nine_times_in_ten_at_tier_4():
+    """The template's 64 requests at tier 4, a saturated prefill queue (cold recovery: TTFT is
+    mostly waiting) with 5 % prefill noise. Noisier or less loaded queues at 64 requests, and
+    tiers 8 and 16, are not found this often (docs/decisions.md has the table)."""
+    share = flagged_share(4, REQUESTS, 4.0, 0.05, paths=2_000, seed=11, slower_by=0.2)
+    assert share >= 0.9
+
+
+def test_the_step_is_named_by_its_size_and_the_request_it_starts_at():
+    rng = np.random.default_rng(3)
+    ttfts = closed_loop_ttfts(
+        rng, 1, 160, 4, load=4.0, prefill_sd=0.05, slower_from=80, slower_by=0.2
+    )[0]
+    step = find_step(list(ttfts), 4, TAIL)
+    assert step is not None and step.requests == 160
+    assert 0.15 <= step.change <= 0.3 and 72 <= step.at_request <= 88
+    assert find_step(list(ttfts[:80]), 4, TAIL) is None
+
+
+def test_a_bench_without_per_request_ttfts_or_with_too_few_is_named_and_not_tested():
+    checks, notes = step_checks(
+        [("baseline", 8, 1, None), ("offload", 16, 1, [1.0] * 64), ("offload", 16, 2, [1.0] * 64)],
+        LEVEL,
+    )
+    assert checks == []
+    assert notes == [
+        "step check skipped for baseline at tier 8, repetition(s) 1: its bench file has no "
+        "per-request TTFTs",
+        "step check skipped for offload at tier 16, repetition(s) 1, 2: 64 timed requests at "
+        "concurrency 16 give 3 blocks after the first wave; the check needs 6",
+    ]
+
+
+def test_benches_skipped_for_one_reason_everywhere_are_one_note():
+    """A bench tool that keeps no per-request TTFTs: one line for every arm and tier, the
+    repetitions as a range; arms and tiers that do not make a full grid keep their own lines."""
+    everywhere = [
+        (arm, tier, rep, None)
+        for tier in (4, 8)
+        for arm in ("baseline", "offload", "recompute")
+        for rep in range(1, 9)
+    ]
+    assert step_checks(everywhere, LEVEL)[1] == [
+        "step check skipped for baseline, offload and recompute at tiers 4 and 8, "
+        "repetition(s) 1-8: its bench file has no per-request TTFTs"
+    ]
+    ragged = [("baseline", 4, 1, None), ("offload", 8, 1, None)]
+    assert step_checks(ragged, LEVEL)[1] == [
+        "step check skipped for baseline at tier 4, repetition(s) 1: its bench file has no "
+        "per-request TTFTs",
+        "step check skipped for offload at tier 8, repetition(s) 1: its bench file has no "
+        "per-request TTFTs",
+    ]
+
+
+def test_an_early_look_never_reads_as_certain():
+    from gates.decisions.cells.readout import confidence_text
+
+    assert [confidence_text(c) for c in (0.9, 0.9995, 0.99996, 1.0)] == [
+        "90.00%",
+        "99.950%",
+        "99.9960%",
+        "above 99.9999%",
+    ]
+
+
+STEPS = {"outliers": {"max_reruns": 2, "step_level": LEVEL}}
+
+
+def with_ttfts(rows: list[dict], stepped: tuple[int, str] | None = None) -> list[dict]:
+    """Each bench gets 64 simulated TTFTs at tier 4 (saturated queue); `stepped`'s bench has its
+    server a fifth slower from request 33 on."""
+    rng = np.random.default_rng(8)
+    for row in rows:
+        step = stepped == (row["repetition"], row["arm"])
+        ttfts = closed_loop_ttfts(
+            rng,
+            1,
+            REQUESTS,
+            4,
+            load=4.0,
+            prefill_sd=0.05,
+            slower_from=32 if step else None,
+            slower_by=0.2,
+        )[0]
+        row["metrics"]["per_request"] = {"count": REQUESTS, "ttft_ms": list(1000.0 * ttfts)}
+    return rows
+
+
+def test_a_repetition_with_a_step_is_set_aside_shown_and_run_again():
+    rows = with_ttfts(paired([0.60, 0.62, 0.59, 0.61], tier=4), (3, "baseline"))
+    spec = g3_spec(statistics=STEPS, tiers=[4])
+    result = decide_g3(spec, rows, CONTEXT)
+    (aside,) = result["set_aside"]
+    assert aside["repetition"] == 3
+    assert "baseline at tier 4, repetition 3: step of +" in aside["reasons"][0]
+    assert "in TTFT at request" in aside["reasons"][0] and "of 64" in aside["reasons"][0]
+    assert 3 not in [pair["repetition"] for pair in result["clauses"][0]["pairs"]]
+    assert result["inputs"]["statistics"]["step_level"] == LEVEL
+    assert result["plan"]["action"] == "run" and result["plan"]["more"] == 1
+    # Left out of the spec, no check: the same data decide on the disturbed repetition.
+    assert decide_g3(g3_spec(tiers=[4]), rows, CONTEXT)["set_aside"] == []
+
+
+def test_without_per_request_records_the_check_is_skipped_and_said():
+    result = decide_g3(g3_spec(statistics=STEPS), paired([0.60, 0.62, 0.59, 0.61]), CONTEXT)
+    assert result["set_aside"] == []
+    assert any("its bench file has no per-request TTFTs" in note for note in result["notes"])
+
+
+def test_with_the_check_on_false_pass_under_a_step_returns_to_its_declared_rate():
+    """The template's plan (looks 8..28, its share of the budget, 8 cells) at its stated noise
+    (CV 4 % per arm) on the cell "ttft_p50 reduction >= 25 % at tier 4" at its bar, one of the
+    first look's repetitions with its baseline bench a fifth slower from request 33 of 64."""
+    gates, declared = 20_000, 0.025
+    found = stepped_gates(
+        np.random.default_rng(2026),
+        gates,
+        SequentialPlan(8, 28, 0.90, attempts=2, cells=8),
+        sd_from_cv(4),
+        sd_floor=0.01,
+        level=LEVEL,
+        benches_per_repetition=BENCHES,
+        requests=REQUESTS,
+        tier=4,
+        load=4.0,
+        prefill_sd=0.05,
+        slower_by=0.2,
+    )
+    assert found.false_pass_unchecked > declared + 3 * math.sqrt(declared / gates)
+    assert under(found.false_pass_checked, gates, declared)
+    assert found.stepped_flagged >= 0.9
+    assert under(found.undisturbed_flagged, gates, TAIL)

@@ -1,0 +1,117 @@
+"""A trace replay's achieved hit rate against the planner's band for its tier: the band from
+the trace's curve and the engagement's saved KV plan replanned at the tier; outside it is the
+fidelity's model-error note; no band says why, never a guess."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from gates import services
+from gates.models import Measurement, WorkloadTrace
+from gates.planner.trace_tiers import replay_hit_bands
+from gates.services.runs.evaluation import run_replay_fidelity
+from gates.tenancy import viewer_for_user
+from runners.traces.fidelity import check_fidelity
+from tests.contract import sign_as_both
+from tests.gates.services.test_uploads import pass_gate
+from tests.simhosts import g3_spec
+
+# Llama 3.1 70B on 2 x 80 GiB holds 41,233 tokens of KV; each request in flight holds 8,000.
+KV_PLAN = {
+    "model": "llama-3.1-70b",
+    "gpus": 2,
+    "gpu_mem_gib": 80,
+    "concurrency": 64,
+    "context_tokens": 8000,
+}
+# F(C): 30 % at 9,000 tokens, 50 % at 33,000, 60 % at 41,000.
+PROFILE = {
+    "prefix_information": True,
+    "infinite_cache_hit_ratio": 0.7,
+    "hit_ratio_curve": [[1000, 0.1], [9000, 0.3], [33000, 0.5], [41000, 0.6], [80000, 0.7]],
+}
+TRACE = {"sha256": "a" * 64, "format": "mooncake", "block_tokens": 512}
+
+
+def test_the_band_is_the_gpu_share_with_the_tiers_requests_in_flight():
+    bands = replay_hit_bands(PROFILE, KV_PLAN, TRACE, [1, 4])
+    # c=1: the cache holds 33,233 to 41,233 tokens; c=4: 9,233 to 41,233.
+    assert bands == {1: (0.5, 0.6), 4: (0.3, 0.6)}
+
+
+@pytest.mark.parametrize(
+    ("profile", "kv_plan", "trace", "reason"),
+    [
+        (None, KV_PLAN, TRACE, "characterisation is not ready"),
+        ({"prefix_information": False}, KV_PLAN, TRACE, "no prefix information"),
+        (PROFILE, None, TRACE, "no saved KV plan"),
+        (PROFILE, KV_PLAN, {**TRACE, "sample_fraction": 0.06}, "sends 6 % of the trace"),
+        (PROFILE, {**KV_PLAN, "gpus": 3}, TRACE, "the saved KV plan does not plan c=1"),
+    ],
+)
+def test_without_a_band_each_tier_says_why(profile, kv_plan, trace, reason):
+    bands = replay_hit_bands(profile, kv_plan, trace, [1])
+    assert isinstance(bands[1], str) and reason in bands[1], bands
+
+
+@pytest.fixture
+def replayed_run(actor, vendor_viewer, engagement, host):
+    """A G3 run of a replay of a characterised trace, with one offload cell measured."""
+    trace = services.trace_upload(
+        actor=actor,
+        viewer=viewer_for_user(actor.user),
+        engagement=engagement,
+        name="t.jsonl",
+        content=b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [7]}\n',
+        trace_format="mooncake",
+    )
+    WorkloadTrace.objects.filter(pk=trace.pk).update(state="ready", profile=PROFILE)
+    type(engagement).objects.filter(pk=engagement.pk).update(kv_plan=KV_PLAN)
+    for kind in ("G1", "G2"):
+        pass_gate(actor, vendor_viewer, engagement, kind, host)
+    gate = engagement.gates.get(kind="G3")
+    reference = {"sha256": trace.sha256, "format": "mooncake", "block_tokens": 512}
+    workload = {"dataset": "random", "input_len": 10, "output_len": 1, "num_prompts": 40}
+    document = g3_spec(workload={**workload, "seed": 5, "trace": reference}, tiers=[1])
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    sign_as_both(gate)
+    run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
+    fidelity = check_fidelity([], [], achieved_hit_rate=0.9).to_dict()  # band: none at the time
+    metrics = {"replay": {"digest": "d", "fidelity": fidelity}}
+    Measurement.objects.create(run=run, arm="offload", tier=1, repetition=1, metrics=metrics)
+    return run
+
+
+@pytest.mark.django_db
+def test_a_replay_whose_hit_rate_falls_outside_the_planners_band_gets_the_note(
+    replayed_run, vendor_admin
+):
+    summary = run_replay_fidelity(replayed_run)
+    (cell,) = summary["cells"]
+    assert cell["hit_rate"] == {"achieved": 0.9, "band": [0.5, 0.6], "inside": False}
+    assert cell["valid"] and summary["reasons"] == []  # a note, never invalid
+    (note,) = summary["notes"]
+    assert note.startswith("replay offload c=1 r1: achieved hit rate 90.0% is outside the ")
+    assert "predicted 50.0% to 60.0%: a model error" in note
+    client = Client()
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:run-detail", args=[replayed_run.pk])).content.decode()
+    assert "90 % (band 50 % to 60 %)" in page and "model error</span> achieved hit rate" in page
+
+
+@pytest.mark.django_db
+def test_a_sampled_replay_has_no_band_and_the_page_says_why(replayed_run, vendor_admin):
+    spec = replayed_run.spec
+    spec.document["workload"]["trace"]["sample_fraction"] = 0.5
+    type(spec).objects.filter(pk=spec.pk).update(document=spec.document)
+    replayed_run.refresh_from_db()
+    summary = run_replay_fidelity(replayed_run)
+    (cell,) = summary["cells"]
+    assert cell["hit_rate"]["band"] is None and cell["model_error"] is None
+    assert summary["notes"] == [] and "sends 50 % of the trace" in summary["hit_band_missing"][0]
+    client = Client()
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:run-detail", args=[replayed_run.pk])).content.decode()
+    assert "No predicted hit-rate band: the replay sends 50 % of the trace" in page

@@ -1,0 +1,84 @@
+"""`simhost lmcache-server`: LMCache's HTTP frontend emulated, its lookup counters read off the
+emulated engine's external prefix cache counters and readable by Tollgate's own adapter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from runners.adapters import parse
+from runners.adapters.lmcache_metrics import lookup_facts
+from simhost.lmcache import engine_counters
+from tests.sshd import free_port, wait_for
+
+ENGINE_PAGE = """# TYPE vllm:external_prefix_cache_queries counter
+vllm:external_prefix_cache_queries_total{{engine="0",model_name="m"}} {asked}
+vllm:external_prefix_cache_queries_created{{engine="0",model_name="m"}} 1.7e9
+vllm:external_prefix_cache_hits_total{{engine="0",model_name="m"}} {hit}
+"""
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except OSError as error:
+        return getattr(error, "code", 0), ""
+
+
+@pytest.fixture
+def lmcache_server(tmp_path: Path):
+    """The LMCache double beside a stub engine serving a written /metrics page."""
+    engine_port, port = free_port(), free_port()
+    (tmp_path / "metrics").write_text(ENGINE_PAGE.format(asked=0, hit=0))
+    command = [sys.executable, "-m", "http.server", str(engine_port), "--bind", "127.0.0.1"]
+    engine = subprocess.Popen([*command, "--directory", str(tmp_path)], stderr=subprocess.DEVNULL)
+    engine_url = f"http://127.0.0.1:{engine_port}/metrics"
+    simhost = [sys.executable, "-m", "simhost", "lmcache-server", "--http-port", str(port)]
+    server = subprocess.Popen([*simhost, "--engine-metrics-url", engine_url])
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: get(base + "/api/healthcheck")[0] == 200, timeout=20)
+        wait_for(lambda: get(f"http://127.0.0.1:{engine_port}/metrics")[0] == 200, timeout=20)
+        yield base, tmp_path / "metrics", engine
+    finally:
+        for process in (server, engine):
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def test_its_lookup_counters_are_the_engines_external_prefix_cache_counters(lmcache_server):
+    base, page, _ = lmcache_server
+    before = parse(get(base + "/metrics")[1], tool="lmcache-metrics")
+    page.write_text(ENGINE_PAGE.format(asked=2000, hit=1200))
+    after = parse(get(base + "/metrics")[1], tool="lmcache-metrics")
+    assert lookup_facts(before, after) == {
+        "metrics_tool": "lmcache-metrics",
+        "lookup_hit_rate": 0.6,
+        "requested_tokens": 2000.0,
+        "hit_tokens": 1200.0,
+        "hit_l1_tokens": 1200.0,
+        "hit_l2_tokens": 0.0,
+    }
+
+
+def test_an_engine_not_answering_has_looked_nothing_up(lmcache_server):
+    base, _, engine = lmcache_server
+    engine.terminate()
+    engine.wait(timeout=10)
+    counters = parse(get(base + "/metrics")[1], tool="lmcache-metrics")["counters"]
+    assert counters["lookup_requested_tokens"] == 0 and counters["lookup_hit_tokens"] == 0
+
+
+def test_only_the_external_counters_totals_are_counted():
+    counters = engine_counters(
+        ENGINE_PAGE.format(asked=30, hit=12) + ENGINE_PAGE.format(asked=5, hit=1)
+    )
+    assert counters == {
+        "vllm:external_prefix_cache_queries_total": 35.0,
+        "vllm:external_prefix_cache_hits_total": 13.0,
+    }
