@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from runners.adapters.guidellm import parse_guidellm
 from tests.realvllm.pair import NAME
@@ -51,34 +53,65 @@ def scenario(url: str, tokenizer: str, report: str) -> dict:
     }
 
 
+def served_requests(url: str) -> float:
+    """The server's own count of requests it finished (vllm:request_success_total, every
+    finish reason), read off its /metrics: simhost exposes the same counter."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "vllm:request_success"
+        for sample in family.samples
+        if sample.name == "vllm:request_success_total"
+    )
+
+
+def guidellm_run(venv, url: str, tokenizer: str, folder, name: str) -> tuple[dict, float, str]:
+    """(GuideLLM's saved report, how many requests the server says it finished meanwhile,
+    GuideLLM's stderr)."""
+    report = folder / f"{name}.json"
+    config = folder / f"{name}-scenario.json"
+    config.write_text(json.dumps(scenario(url, tokenizer, str(report))))
+    before = served_requests(url)
+    done = subprocess.run(
+        [
+            str(venv / "bin" / "guidellm"),
+            "run",
+            "--scenario",
+            str(config),
+            "--disable-console-interactive",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "GUIDELLM__LOGGING__CONSOLE_LOG_LEVEL": "ERROR"},
+    )
+    assert done.returncode == 0, (name, done.stdout[-2000:], done.stderr[-3000:])
+    return json.loads(report.read_text()), served_requests(url) - before, done.stderr
+
+
 @pytest.fixture(scope="module")
 def reports(servers, venv, tiny_model, tmp_path_factory):
-    """{"vllm": report, "simhost": report}: GuideLLM's saved JSON of the same run on each."""
-    folder = tmp_path_factory.mktemp("guidellm")
+    """{"vllm": report, "simhost": report}: GuideLLM's saved JSON of the same run on each.
+
+    GuideLLM 0.8.1 can leave a request out of its report that the server did finish (CI saw 5
+    successful, 0 errored of 6 against the real vLLM on a quiet box, once; its benchmarker logs
+    and drops an update it fails to accumulate). That is GuideLLM's count, not the server's
+    and not the adapter's, so the server's own counter is the judge: a report that holds fewer
+    requests than the server finished is run once more, and a second short report fails with
+    GuideLLM's stderr."""
     found = {}
     for name, url in servers.items():
-        report = folder / f"{name}.json"
-        config = folder / f"{name}-scenario.json"
-        config.write_text(json.dumps(scenario(url, str(tiny_model), str(report))))
-        done = subprocess.run(
-            [
-                str(venv / "bin" / "guidellm"),
-                "run",
-                "--scenario",
-                str(config),
-                "--disable-console-interactive",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={
-                **os.environ,
-                "HF_HUB_OFFLINE": "1",
-                "GUIDELLM__LOGGING__CONSOLE_LOG_LEVEL": "ERROR",
-            },
-        )
-        assert done.returncode == 0, (name, done.stdout[-2000:], done.stderr[-3000:])
-        found[name] = json.loads(report.read_text())
+        for attempt in (1, 2):
+            folder = tmp_path_factory.mktemp(f"guidellm-{name}-{attempt}")
+            report, served, stderr = guidellm_run(venv, url, str(tiny_model), folder, name)
+            reported = len(report["benchmarks"][0]["requests"]["successful"])
+            if reported == served == REQUESTS:
+                break
+            assert served == REQUESTS, (name, f"the server finished {served} of {REQUESTS}")
+            assert attempt == 1, (name, f"GuideLLM reported {reported} of {served}", stderr[-3000:])
+        found[name] = report
     return found
 
 
