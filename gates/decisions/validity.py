@@ -203,11 +203,17 @@ def _check(
     }
 
 
+MAX_COUNT = 2**53
+
+
 def read_count(container: Mapping[str, Any], key: str, field: str) -> float | None:
-    """Like read_number, for counts: a negative count is an EvidenceError."""
+    """Like read_number, for counts: a negative count, or one beyond 2^53 (past it a float no
+    longer holds every whole number, and shares of it overflow), is an EvidenceError."""
     value = read_number(container, key, field)
     if value is not None and value < 0:
         raise EvidenceError(f"{field}.{key}", "must not be negative")
+    if value is not None and value > MAX_COUNT:
+        raise EvidenceError(f"{field}.{key}", f"is not a count: above {MAX_COUNT:,}")
     return value
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -187,3 +188,15 @@ def test_a_spec_the_validator_accepts_is_decided_and_one_it_refuses_names_the_fi
     result = decide_gate(spec, measured(spec, repetitions, seed), {"kv_exceeds_vram": True})
     assert_well_formed(result)
     assert len(result["clauses"]) == sum(len(clause.tiers) for clause in parse_clauses(spec))
+
+
+def test_a_request_count_past_exact_floats_is_an_evidence_error_not_an_infinite_share():
+    # 100 * 1.7e308 / (completed + 1.7e308) overflowed to inf, and the decision was no longer
+    # strict JSON (found by the property test above).
+    rows = paired([0.6, 0.62, 0.59, 0.7, 0.65, 0.61])
+    apply(rows, [(5, ("metrics", "failed"), 1.7e308)])
+    with pytest.raises(EvidenceError) as raised:
+        decide_g3(SPEC, rows, {"kv_exceeds_vram": True})
+    assert raised.value.field == "measurements[5].metrics.failed"
+    apply(rows, [(5, ("metrics", "failed"), 2**53)])
+    assert_well_formed(decide_g3(SPEC, rows, {"kv_exceeds_vram": True}))
