@@ -23,6 +23,7 @@ import urllib.request
 import soakwatch  # uploaded beside this file: its folder is first on sys.path
 
 HTTP_TIMEOUT_S = 5
+COMMAND_TIMEOUT_S = 15
 HEALTH_FAILS_FOR_CRASH = 3
 LOG_TAIL_LINES = 20
 POLL_S = 0.2
@@ -146,6 +147,109 @@ class Server:
             self.process.wait()
 
 
+class SideServices:
+    """The offload arm's side services (LMCache's server, ...), each in a process group of its
+    own, started in order before the server and stopped after it; each that names a metrics
+    command is scraped around every window's bench like the server's /metrics."""
+
+    def __init__(self, config, data_dir):
+        self.config = config
+        self.data = data_dir
+        self.services = list(config.get("side_services") or [])
+        self.processes = {}
+
+    def pid_file(self, service):
+        return os.path.join(self.data, "side-{}.pid".format(service["name"]))
+
+    def stop_leftover(self):
+        for service in self.services:
+            text = _read(self.pid_file(service))
+            if text:
+                pid, start = text.split()[:2]
+                if proc_start(int(pid)) == start:
+                    _kill_group(int(pid))
+
+    def start(self):
+        """None when every service is healthy, else why not (the first that was not)."""
+        for service in self.services:
+            log_path = os.path.join(self.data, "side-{}.log".format(service["name"]))
+            with open(log_path, "ab") as log:
+                process = subprocess.Popen(
+                    service["start_argv"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            self.processes[service["name"]] = process
+            _write_atomic(self.pid_file(service), f"{process.pid} {proc_start(process.pid)}\n")
+            problem = self.wait_healthy(service, process)
+            if problem:
+                return problem
+        return None
+
+    def wait_healthy(self, service, process):
+        deadline = time.time() + float(self.config.get("serve_timeout_s", 300))
+        while time.time() < deadline:
+            if process.poll() is not None:
+                return "the side service {} exited {}".format(service["name"], process.poll())
+            if not service.get("health_argv") or _command(service["health_argv"])[0] == 0:
+                return None
+            time.sleep(POLL_S)
+        return "the side service {} did not become healthy".format(service["name"])
+
+    def scrape(self, moment, files, errors):
+        """Each metered service's metrics into `<name>-metrics-<moment>.txt`; why one could
+        not be read into `errors[name][moment]`."""
+        for service in self.services:
+            if not service.get("metrics_argv"):
+                continue
+            code, output, stderr = _command(service["metrics_argv"])
+            if code == 0 and output:
+                files["{}-metrics-{}.txt".format(service["name"], moment)] = output
+            else:
+                said = stderr.decode("utf-8", "replace").strip()[-200:]
+                why = f"exit {code}" if code != 0 else "no output"
+                errors.setdefault(service["name"], {})[moment] = f"{why}: {said}" if said else why
+
+    def line(self, errors):
+        """What the window's line says of the metered services (the collector reads them)."""
+        return [
+            {
+                "name": service["name"],
+                "metrics_tool": service["metrics_tool"],
+                "errors": errors.get(service["name"], {}),
+            }
+            for service in self.services
+            if service.get("metrics_argv")
+        ]
+
+    def stop(self):
+        for service in reversed(self.services):
+            process = self.processes.pop(service["name"], None)
+            if process is not None and process.poll() is None:
+                _kill_group(process.pid, reap=process.poll)
+            if process is not None:
+                process.wait()
+
+
+def _command(argv):
+    """(exit code, stdout, stderr) of a short command; a timeout or a missing program is exit
+    None with why as its stderr."""
+    try:
+        # capture_output is Python 3.7+; the agent runs on 3.6.
+        done = subprocess.run(  # noqa: UP022
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return None, b"", str(error).encode()
+    return done.returncode, done.stdout, done.stderr
+
+
 def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
@@ -176,6 +280,7 @@ class Agent:
         self.raw = os.path.join(self.data, "raw")
         self.windows = os.path.join(self.data, "windows.jsonl")
         self.server = Server(config, self.data)
+        self.side = SideServices(config, self.data)
         self.restarts = 0
         self.stopping = threading.Event()
 
@@ -186,6 +291,7 @@ class Agent:
         finally:
             # TERM from a cancel or a kill: the server lives in its own group, stop it too.
             self.server.stop()
+            self.side.stop()
 
     def loop(self):
         os.makedirs(self.raw, exist_ok=True)
@@ -193,7 +299,11 @@ class Agent:
         if floor:
             return self.finish(EXIT_DISK, floor)
         self.server.stop_leftover()
+        self.side.stop_leftover()
         threading.Thread(target=self.beat, daemon=True).start()
+        problem = self.side.start()
+        if problem:
+            return self.finish(EXIT_SERVER, problem)
         if not self.server.start():
             return self.finish(EXIT_SERVER, "the server did not become healthy", crash=True)
         seq = max(self.last_seq() + 1, int(self.config.get("first_seq", 0)))
@@ -271,10 +381,13 @@ class Agent:
         os.makedirs(folder, exist_ok=True)
         start = time.time()
         files = {"metrics-before.txt": http_get(self.config["metrics_url"])[1]}
+        side_errors = {}
+        self.side.scrape("before", files, side_errors)
         bench_exit, crash = self.bench(folder)
         probe_errors = {}
         if crash is None:
             files["metrics-after.txt"] = http_get(self.config["metrics_url"])[1]
+            self.side.scrape("after", files, side_errors)
             soakwatch.watch(self.config, self.data, files, probe_errors)
             crash = self.pace(start)
         if crash is not None:
@@ -285,7 +398,10 @@ class Agent:
             with open(os.path.join(folder, name), "wb") as handle:
                 handle.write(content)
         pid = self.server.process.pid if self.server.process else None
+        side = self.side.line(side_errors)
+        extra = {"side_services": side, "hit_proof": self.config.get("hit_proof")} if side else {}
         return {
+            **extra,
             "seq": seq,
             "start": start,
             "end": max(time.time(), start + 0.001),
