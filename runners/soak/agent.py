@@ -20,59 +20,34 @@ import time
 import urllib.error
 import urllib.request
 
-import soakwatch  # uploaded beside this file: its folder is first on sys.path
+# Uploaded beside this file: its folder is first on sys.path.
+import soakwatch
+from soakprocesses import SideServices, kill_group, proc_start, read_text, write_atomic
 
 HTTP_TIMEOUT_S = 5
-COMMAND_TIMEOUT_S = 15
 HEALTH_FAILS_FOR_CRASH = 3
 LOG_TAIL_LINES = 20
 POLL_S = 0.2
 EXIT_OK, EXIT_SERVER, EXIT_DISK, EXIT_CONFIG = 0, 3, 4, 2
 
 
-def _write_atomic(path, text):
-    partial = path + ".tmp"
-    with open(partial, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
-
-
-def _read(path, default=None):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return default
-
-
 def boot_id(config):
-    return _read(config.get("boot_id_file") or "/proc/sys/kernel/random/boot_id", "unknown")
+    return read_text(config.get("boot_id_file") or "/proc/sys/kernel/random/boot_id", "unknown")
 
 
 def free_bytes(path):
     return shutil.disk_usage(path).free
 
 
-def proc_start(pid):
-    """The process's start time in clock ticks since boot (guards against pid reuse)."""
-    stat = _read(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return None if fields[0] in ("Z", "X") else fields[19]
-
-
 def rss_bytes(pid):
-    for line in (_read(f"/proc/{pid}/status", "") or "").splitlines():
+    for line in (read_text(f"/proc/{pid}/status", "") or "").splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return None
 
 
 def host_available_bytes():
-    for line in (_read("/proc/meminfo", "") or "").splitlines():
+    for line in (read_text("/proc/meminfo", "") or "").splitlines():
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024
     return None
@@ -98,12 +73,12 @@ class Server:
         self.health_fails = 0
 
     def stop_leftover(self):
-        text = _read(self.pid_file)
+        text = read_text(self.pid_file)
         if not text:
             return
         pid, start = text.split()[:2]
         if proc_start(int(pid)) == start:
-            _kill_group(int(pid))
+            kill_group(int(pid))
 
     def start(self):
         with open(self.log_path, "ab") as log:
@@ -114,7 +89,7 @@ class Server:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        _write_atomic(self.pid_file, f"{self.process.pid} {proc_start(self.process.pid)}\n")
+        write_atomic(self.pid_file, f"{self.process.pid} {proc_start(self.process.pid)}\n")
         self.health_fails = 0
         deadline = time.time() + float(self.config.get("serve_timeout_s", 300))
         while time.time() < deadline:
@@ -137,140 +112,18 @@ class Server:
 
     def crash_event(self):
         code = self.process.poll() if self.process else None
-        lines = (_read(self.log_path, "") or "").splitlines()[-LOG_TAIL_LINES:]
+        lines = (read_text(self.log_path, "") or "").splitlines()[-LOG_TAIL_LINES:]
         return {"at": time.time(), "exit_code": code, "log_tail": lines}
 
     def stop(self):
         if self.process is not None and self.process.poll() is None:
-            _kill_group(self.process.pid, reap=self.process.poll)
+            kill_group(self.process.pid, reap=self.process.poll)
         if self.process is not None:
             self.process.wait()
 
 
-class SideServices:
-    """The offload arm's side services (LMCache's server, ...), each in a process group of its
-    own, started in order before the server and stopped after it; each that names a metrics
-    command is scraped around every window's bench like the server's /metrics."""
-
-    def __init__(self, config, data_dir):
-        self.config = config
-        self.data = data_dir
-        self.services = list(config.get("side_services") or [])
-        self.processes = {}
-
-    def pid_file(self, service):
-        return os.path.join(self.data, "side-{}.pid".format(service["name"]))
-
-    def stop_leftover(self):
-        for service in self.services:
-            text = _read(self.pid_file(service))
-            if text:
-                pid, start = text.split()[:2]
-                if proc_start(int(pid)) == start:
-                    _kill_group(int(pid))
-
-    def start(self):
-        """None when every service is healthy, else why not (the first that was not)."""
-        for service in self.services:
-            log_path = os.path.join(self.data, "side-{}.log".format(service["name"]))
-            with open(log_path, "ab") as log:
-                process = subprocess.Popen(
-                    service["start_argv"],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            self.processes[service["name"]] = process
-            _write_atomic(self.pid_file(service), f"{process.pid} {proc_start(process.pid)}\n")
-            problem = self.wait_healthy(service, process)
-            if problem:
-                return problem
-        return None
-
-    def wait_healthy(self, service, process):
-        deadline = time.time() + float(self.config.get("serve_timeout_s", 300))
-        while time.time() < deadline:
-            if process.poll() is not None:
-                return "the side service {} exited {}".format(service["name"], process.poll())
-            if not service.get("health_argv") or _command(service["health_argv"])[0] == 0:
-                return None
-            time.sleep(POLL_S)
-        return "the side service {} did not become healthy".format(service["name"])
-
-    def scrape(self, moment, files, errors):
-        """Each metered service's metrics into `<name>-metrics-<moment>.txt`; why one could
-        not be read into `errors[name][moment]`."""
-        for service in self.services:
-            if not service.get("metrics_argv"):
-                continue
-            code, output, stderr = _command(service["metrics_argv"])
-            if code == 0 and output:
-                files["{}-metrics-{}.txt".format(service["name"], moment)] = output
-            else:
-                said = stderr.decode("utf-8", "replace").strip()[-200:]
-                why = f"exit {code}" if code != 0 else "no output"
-                errors.setdefault(service["name"], {})[moment] = f"{why}: {said}" if said else why
-
-    def line(self, errors):
-        """What the window's line says of the metered services (the collector reads them)."""
-        return [
-            {
-                "name": service["name"],
-                "metrics_tool": service["metrics_tool"],
-                "errors": errors.get(service["name"], {}),
-            }
-            for service in self.services
-            if service.get("metrics_argv")
-        ]
-
-    def stop(self):
-        for service in reversed(self.services):
-            process = self.processes.pop(service["name"], None)
-            if process is not None and process.poll() is None:
-                _kill_group(process.pid, reap=process.poll)
-            if process is not None:
-                process.wait()
-
-
-def _command(argv):
-    """(exit code, stdout, stderr) of a short command; a timeout or a missing program is exit
-    None with why as its stderr."""
-    try:
-        # capture_output is Python 3.7+; the agent runs on 3.6.
-        done = subprocess.run(  # noqa: UP022
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            timeout=COMMAND_TIMEOUT_S,
-        )
-    except (OSError, subprocess.SubprocessError) as error:
-        return None, b"", str(error).encode()
-    return done.returncode, done.stdout, done.stderr
-
-
 def _terminate(signum, frame):
     raise SystemExit(128 + signum)
-
-
-def _kill_group(pgid, grace=10.0, reap=None):
-    """TERM the group, KILL it after `grace`; `reap` collects our own child, which would
-    otherwise linger as a zombie and keep its group alive."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pgid, sig)
-        except OSError:
-            return
-        until = time.time() + wait
-        while time.time() < until:
-            if reap is not None:
-                reap()
-            try:
-                os.killpg(pgid, 0)
-            except OSError:
-                return
-            time.sleep(0.05)
 
 
 class Agent:
@@ -334,19 +187,19 @@ class Agent:
 
     def start_clock(self):
         """The soak's clock starts with its first window, once; a relaunched agent keeps it."""
-        if _read(os.path.join(self.data, "started")) is None:
+        if read_text(os.path.join(self.data, "started")) is None:
             # A relaunch on a host that lost the directory gets the clock from the collector.
             now = float(self.config.get("started") or time.time())
             end = float(self.config.get("deadline") or now + self.duration())
-            _write_atomic(os.path.join(self.data, "deadline"), f"{end}\n")
-            _write_atomic(os.path.join(self.data, "started"), f"{now}\n")
+            write_atomic(os.path.join(self.data, "deadline"), f"{end}\n")
+            write_atomic(os.path.join(self.data, "started"), f"{now}\n")
 
     def duration(self):
         return float(self.config["duration_s"])
 
     def deadline(self):
         """The soak's end; an extension is written by the collector into DATA_DIR/deadline."""
-        written = _read(os.path.join(self.data, "deadline"))
+        written = read_text(os.path.join(self.data, "deadline"))
         return float(written) if written else time.time() + self.duration()
 
     def disk_problem(self):
@@ -359,7 +212,7 @@ class Agent:
     def beat(self):
         path = os.path.join(self.data, "heartbeat")
         while not self.stopping.is_set():
-            _write_atomic(path, f"{time.time():.3f}\n")
+            write_atomic(path, f"{time.time():.3f}\n")
             self.stopping.wait(float(self.config.get("heartbeat_s", 2)))
 
     def last_seq(self):
@@ -465,7 +318,7 @@ class Agent:
 
     def prune(self):
         """Drop raw files the collector has acknowledged: a 72 h soak's disk stays bounded."""
-        acked = _read(os.path.join(self.data, "ack"))
+        acked = read_text(os.path.join(self.data, "ack"))
         if acked is None:
             return
         for name in os.listdir(self.raw):
@@ -477,7 +330,7 @@ class Agent:
         event = {"code": code, "reason": reason, "at": time.time(), "boot_id": boot_id(self.config)}
         if crash:
             event["crash"] = self.server.crash_event()
-        _write_atomic(os.path.join(self.data, "exit.json"), json.dumps(event, sort_keys=True))
+        write_atomic(os.path.join(self.data, "exit.json"), json.dumps(event, sort_keys=True))
         return code
 
 

@@ -18,13 +18,14 @@ from runners.artifact import Artifact
 from runners.commands import fill
 from runners.engine import engine_of
 from runners.errors import SpecError
-from runners.results import server_facts, service_facts
+from runners.results import server_facts
 from runners.soak import fitness
+from runners.soak.sides import SOAK_ARM, agent_side_services, side_numbers, side_tools
 from runners.workloads import workload_values
 
 AGENT_FILE = "soakagent.py"
 WATCH_FILE = "soakwatch.py"
-SOAK_ARM = "offload"
+PROCESSES_FILE = "soakprocesses.py"
 # The window's line exactly as the agent wrote it, kept beside its raw files so that the offline
 # verifier re-derives the stored sample from what the host reported (docs/evidence.md).
 LINE_FILE = "window-line.json"
@@ -103,33 +104,7 @@ def agent_config(
         "heartbeat_s": 1 if spec["window_min"] * 60 < 30 else 5,
         "serve_timeout_s": values.get("serve_timeout_s", 600),
         "boot_id_file": values.get("boot_id_file"),
-        **_side_services(commands, values, paths),
-    }
-
-
-def _side_services(
-    commands: dict[str, Any], values: dict[str, Any], paths: SoakPaths
-) -> dict[str, Any]:
-    """The offload arm's side services as the agent runs them (started before the server,
-    stopped after it, the metered ones scraped around every window's bench), and the one whose
-    counters are the profile's hit proof; nothing for an arm without side services."""
-    engine = engine_of(commands)
-    services = engine.services_for(SOAK_ARM, values)
-    if not services:
-        return {}
-    filled = {**values, "run_dir": paths.run_dir}
-    return {
-        "side_services": [
-            {
-                "name": service.name,
-                "start_argv": fill(service.start, filled),
-                "health_argv": fill(service.health, filled) if service.health else None,
-                "metrics_argv": fill(service.metrics, filled) if service.metrics else None,
-                "metrics_tool": service.metrics_tool,
-            }
-            for service in services
-        ],
-        "hit_proof": engine.hit_proof_service,
+        **agent_side_services(commands, values, paths.run_dir),
     }
 
 
@@ -246,10 +221,8 @@ def window_artifacts(window: Window) -> list[Artifact]:
         "bench.log": "bench-log",
         fitness.KERNEL_LOG_FILE: "kernel-log",
         **{fitness.AMD_FILES[name]: tool for name, tool in fitness.AMD_TOOLS.items()},
+        **side_tools(window.line),
     }
-    for service in _side_lines(window.line):
-        for moment in ("before", "after"):
-            tools[side_file(service["name"], moment)] = str(service["metrics_tool"])
     folder = window_folder(window.seq)
     kept = [
         Artifact(f"{folder}{name}", tools.get(name, "vllm-metrics"), content)
@@ -262,18 +235,6 @@ def window_artifacts(window: Window) -> list[Artifact]:
 
 def window_folder(seq: int) -> str:
     return f"soak/w{seq:06d}/"
-
-
-def side_file(service: str, moment: str) -> str:
-    """A side service's metrics scrape in a window's raw files, named as G3's cells name it."""
-    return f"{service}-metrics-{moment}.txt"
-
-
-def _side_lines(line: dict[str, Any]) -> list[dict[str, Any]]:
-    services = line.get("side_services")
-    return (
-        [item for item in services if isinstance(item, dict)] if isinstance(services, list) else []
-    )
 
 
 def window_sample(window: Window, *, watch_health: bool = True) -> dict[str, Any]:
@@ -307,7 +268,7 @@ def window_sample(window: Window, *, watch_health: bool = True) -> dict[str, Any
         sample["crash"] = line["crash"]
     _bench_numbers(window, sample, notes)
     _server_numbers(window, sample, notes)
-    _side_numbers(window, sample, notes)
+    side_numbers(window.line, window.files, sample, notes)
     _smi_numbers(window, sample)
     if watch_health:
         sample["health"] = fitness.window_health(line, window.files)
@@ -350,55 +311,6 @@ def _server_numbers(window: Window, sample: dict[str, Any], notes: list[str]) ->
     rss = gauges.get("process_resident_memory_bytes")
     if rss is not None:
         sample["memory_bytes"] = rss
-
-
-def _side_numbers(window: Window, sample: dict[str, Any], notes: list[str]) -> None:
-    """The metered side services' facts about the window's bench (`side_services`, by name, as
-    a G3 cell's server facts hold them), each one not read with why (`side_services_unread`),
-    and `hit_proof`. When the profile's hit proof is a side service, the window's
-    `external_hit_rate` is that service's lookup hit rate (the engine's own stays as
-    `engine_external_hit_rate`); when it could not be read, the rate is unknown and the window
-    says why in its notes. Nothing is added for a window without metered side services."""
-    services = _side_lines(window.line)
-    if not services:
-        return
-    facts: dict[str, dict[str, Any]] = {}
-    unread: dict[str, str] = {}
-    for service in services:
-        name, tool = str(service.get("name")), str(service.get("metrics_tool"))
-        try:
-            facts[name] = _side_facts(window, service, name, tool)
-        except (adapters.AdapterError, ValueError) as problem:
-            unread[name] = str(problem)
-    proof = window.line.get("hit_proof")
-    sample["side_services"], sample["side_services_unread"] = facts, unread
-    sample["hit_proof"] = proof if isinstance(proof, str) and proof else "engine"
-    if sample["hit_proof"] == "engine" or sample["crashed"]:
-        return
-    sample["engine_external_hit_rate"] = sample["external_hit_rate"]
-    if sample["hit_proof"] in facts:
-        sample["external_hit_rate"] = facts[sample["hit_proof"]].get("lookup_hit_rate")
-        return
-    sample["external_hit_rate"] = None
-    why = unread.get(sample["hit_proof"], "not scraped")
-    notes.append(
-        f"{sample['hit_proof']} metrics not read ({why}); its counters are the profile's hit "
-        "proof: the window's offload hit rate is unknown"
-    )
-
-
-def _side_facts(window: Window, service: dict[str, Any], name: str, tool: str) -> dict[str, Any]:
-    errors = service.get("errors") if isinstance(service.get("errors"), dict) else {}
-    parsed = {}
-    for moment in ("before", "after"):
-        raw = window.files.get(side_file(name, moment))
-        if raw is None:
-            said = errors.get(moment) or (
-                "the window crashed" if window.line.get("crashed") else "no file"
-            )
-            raise ValueError(f"{moment} the bench: {said}")
-        parsed[moment] = adapters.parse(raw, tool=tool)
-    return service_facts(tool, parsed["before"], parsed["after"])
 
 
 def _smi_numbers(window: Window, sample: dict[str, Any]) -> None:
