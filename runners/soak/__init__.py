@@ -1,4 +1,5 @@
 """G4 soaks outside Django: the pure collector (the agent's config, reading windows, the
 provisional verdict), the host's fitness rules per window, the collector's host I/O, and
-the two host-side scripts (agent.py and watch.py, uploaded as soakagent.py and soakwatch.py).
+the side services' window facts, and the three host-side scripts (agent.py, watch.py and
+processes.py, uploaded as soakagent.py, soakwatch.py and soakprocesses.py).
 """

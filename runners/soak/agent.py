@@ -20,7 +20,9 @@ import time
 import urllib.error
 import urllib.request
 
-import soakwatch  # uploaded beside this file: its folder is first on sys.path
+# Uploaded beside this file: its folder is first on sys.path.
+import soakwatch
+from soakprocesses import SideServices, kill_group, proc_start, read_text, write_atomic
 
 HTTP_TIMEOUT_S = 5
 HEALTH_FAILS_FOR_CRASH = 3
@@ -29,49 +31,23 @@ POLL_S = 0.2
 EXIT_OK, EXIT_SERVER, EXIT_DISK, EXIT_CONFIG = 0, 3, 4, 2
 
 
-def _write_atomic(path, text):
-    partial = path + ".tmp"
-    with open(partial, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
-
-
-def _read(path, default=None):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return default
-
-
 def boot_id(config):
-    return _read(config.get("boot_id_file") or "/proc/sys/kernel/random/boot_id", "unknown")
+    return read_text(config.get("boot_id_file") or "/proc/sys/kernel/random/boot_id", "unknown")
 
 
 def free_bytes(path):
     return shutil.disk_usage(path).free
 
 
-def proc_start(pid):
-    """The process's start time in clock ticks since boot (guards against pid reuse)."""
-    stat = _read(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return None if fields[0] in ("Z", "X") else fields[19]
-
-
 def rss_bytes(pid):
-    for line in (_read(f"/proc/{pid}/status", "") or "").splitlines():
+    for line in (read_text(f"/proc/{pid}/status", "") or "").splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return None
 
 
 def host_available_bytes():
-    for line in (_read("/proc/meminfo", "") or "").splitlines():
+    for line in (read_text("/proc/meminfo", "") or "").splitlines():
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024
     return None
@@ -97,12 +73,12 @@ class Server:
         self.health_fails = 0
 
     def stop_leftover(self):
-        text = _read(self.pid_file)
+        text = read_text(self.pid_file)
         if not text:
             return
         pid, start = text.split()[:2]
         if proc_start(int(pid)) == start:
-            _kill_group(int(pid))
+            kill_group(int(pid))
 
     def start(self):
         with open(self.log_path, "ab") as log:
@@ -113,7 +89,7 @@ class Server:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        _write_atomic(self.pid_file, f"{self.process.pid} {proc_start(self.process.pid)}\n")
+        write_atomic(self.pid_file, f"{self.process.pid} {proc_start(self.process.pid)}\n")
         self.health_fails = 0
         deadline = time.time() + float(self.config.get("serve_timeout_s", 300))
         while time.time() < deadline:
@@ -136,37 +112,18 @@ class Server:
 
     def crash_event(self):
         code = self.process.poll() if self.process else None
-        lines = (_read(self.log_path, "") or "").splitlines()[-LOG_TAIL_LINES:]
+        lines = (read_text(self.log_path, "") or "").splitlines()[-LOG_TAIL_LINES:]
         return {"at": time.time(), "exit_code": code, "log_tail": lines}
 
     def stop(self):
         if self.process is not None and self.process.poll() is None:
-            _kill_group(self.process.pid, reap=self.process.poll)
+            kill_group(self.process.pid, reap=self.process.poll)
         if self.process is not None:
             self.process.wait()
 
 
 def _terminate(signum, frame):
     raise SystemExit(128 + signum)
-
-
-def _kill_group(pgid, grace=10.0, reap=None):
-    """TERM the group, KILL it after `grace`; `reap` collects our own child, which would
-    otherwise linger as a zombie and keep its group alive."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pgid, sig)
-        except OSError:
-            return
-        until = time.time() + wait
-        while time.time() < until:
-            if reap is not None:
-                reap()
-            try:
-                os.killpg(pgid, 0)
-            except OSError:
-                return
-            time.sleep(0.05)
 
 
 class Agent:
@@ -176,6 +133,7 @@ class Agent:
         self.raw = os.path.join(self.data, "raw")
         self.windows = os.path.join(self.data, "windows.jsonl")
         self.server = Server(config, self.data)
+        self.side = SideServices(config, self.data)
         self.restarts = 0
         self.stopping = threading.Event()
 
@@ -186,6 +144,7 @@ class Agent:
         finally:
             # TERM from a cancel or a kill: the server lives in its own group, stop it too.
             self.server.stop()
+            self.side.stop()
 
     def loop(self):
         os.makedirs(self.raw, exist_ok=True)
@@ -193,7 +152,11 @@ class Agent:
         if floor:
             return self.finish(EXIT_DISK, floor)
         self.server.stop_leftover()
+        self.side.stop_leftover()
         threading.Thread(target=self.beat, daemon=True).start()
+        problem = self.side.start()
+        if problem:
+            return self.finish(EXIT_SERVER, problem)
         if not self.server.start():
             return self.finish(EXIT_SERVER, "the server did not become healthy", crash=True)
         seq = max(self.last_seq() + 1, int(self.config.get("first_seq", 0)))
@@ -224,19 +187,19 @@ class Agent:
 
     def start_clock(self):
         """The soak's clock starts with its first window, once; a relaunched agent keeps it."""
-        if _read(os.path.join(self.data, "started")) is None:
+        if read_text(os.path.join(self.data, "started")) is None:
             # A relaunch on a host that lost the directory gets the clock from the collector.
             now = float(self.config.get("started") or time.time())
             end = float(self.config.get("deadline") or now + self.duration())
-            _write_atomic(os.path.join(self.data, "deadline"), f"{end}\n")
-            _write_atomic(os.path.join(self.data, "started"), f"{now}\n")
+            write_atomic(os.path.join(self.data, "deadline"), f"{end}\n")
+            write_atomic(os.path.join(self.data, "started"), f"{now}\n")
 
     def duration(self):
         return float(self.config["duration_s"])
 
     def deadline(self):
         """The soak's end; an extension is written by the collector into DATA_DIR/deadline."""
-        written = _read(os.path.join(self.data, "deadline"))
+        written = read_text(os.path.join(self.data, "deadline"))
         return float(written) if written else time.time() + self.duration()
 
     def disk_problem(self):
@@ -249,7 +212,7 @@ class Agent:
     def beat(self):
         path = os.path.join(self.data, "heartbeat")
         while not self.stopping.is_set():
-            _write_atomic(path, f"{time.time():.3f}\n")
+            write_atomic(path, f"{time.time():.3f}\n")
             self.stopping.wait(float(self.config.get("heartbeat_s", 2)))
 
     def last_seq(self):
@@ -271,10 +234,13 @@ class Agent:
         os.makedirs(folder, exist_ok=True)
         start = time.time()
         files = {"metrics-before.txt": http_get(self.config["metrics_url"])[1]}
+        side_errors = {}
+        self.side.scrape("before", files, side_errors)
         bench_exit, crash = self.bench(folder)
         probe_errors = {}
         if crash is None:
             files["metrics-after.txt"] = http_get(self.config["metrics_url"])[1]
+            self.side.scrape("after", files, side_errors)
             soakwatch.watch(self.config, self.data, files, probe_errors)
             crash = self.pace(start)
         if crash is not None:
@@ -285,7 +251,10 @@ class Agent:
             with open(os.path.join(folder, name), "wb") as handle:
                 handle.write(content)
         pid = self.server.process.pid if self.server.process else None
+        side = self.side.line(side_errors)
+        extra = {"side_services": side, "hit_proof": self.config.get("hit_proof")} if side else {}
         return {
+            **extra,
             "seq": seq,
             "start": start,
             "end": max(time.time(), start + 0.001),
@@ -349,7 +318,7 @@ class Agent:
 
     def prune(self):
         """Drop raw files the collector has acknowledged: a 72 h soak's disk stays bounded."""
-        acked = _read(os.path.join(self.data, "ack"))
+        acked = read_text(os.path.join(self.data, "ack"))
         if acked is None:
             return
         for name in os.listdir(self.raw):
@@ -361,7 +330,7 @@ class Agent:
         event = {"code": code, "reason": reason, "at": time.time(), "boot_id": boot_id(self.config)}
         if crash:
             event["crash"] = self.server.crash_event()
-        _write_atomic(os.path.join(self.data, "exit.json"), json.dumps(event, sort_keys=True))
+        write_atomic(os.path.join(self.data, "exit.json"), json.dumps(event, sort_keys=True))
         return code
 
 

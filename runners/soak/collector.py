@@ -20,11 +20,12 @@ from runners.engine import engine_of
 from runners.errors import SpecError
 from runners.results import server_facts
 from runners.soak import fitness
+from runners.soak.sides import SOAK_ARM, agent_side_services, side_numbers, side_tools
 from runners.workloads import workload_values
 
 AGENT_FILE = "soakagent.py"
 WATCH_FILE = "soakwatch.py"
-SOAK_ARM = "offload"
+PROCESSES_FILE = "soakprocesses.py"
 # The window's line exactly as the agent wrote it, kept beside its raw files so that the offline
 # verifier re-derives the stored sample from what the host reported (docs/evidence.md).
 LINE_FILE = "window-line.json"
@@ -103,6 +104,7 @@ def agent_config(
         "heartbeat_s": 1 if spec["window_min"] * 60 < 30 else 5,
         "serve_timeout_s": values.get("serve_timeout_s", 600),
         "boot_id_file": values.get("boot_id_file"),
+        **agent_side_services(commands, values, paths.run_dir),
     }
 
 
@@ -219,6 +221,7 @@ def window_artifacts(window: Window) -> list[Artifact]:
         "bench.log": "bench-log",
         fitness.KERNEL_LOG_FILE: "kernel-log",
         **{fitness.AMD_FILES[name]: tool for name, tool in fitness.AMD_TOOLS.items()},
+        **side_tools(window.line),
     }
     folder = window_folder(window.seq)
     kept = [
@@ -265,6 +268,7 @@ def window_sample(window: Window, *, watch_health: bool = True) -> dict[str, Any
         sample["crash"] = line["crash"]
     _bench_numbers(window, sample, notes)
     _server_numbers(window, sample, notes)
+    side_numbers(window.line, window.files, sample, notes)
     _smi_numbers(window, sample)
     if watch_health:
         sample["health"] = fitness.window_health(line, window.files)

@@ -15,9 +15,10 @@ from runners.stepcontext import StepContext
 from runners.transport import DetachedStatus, Launch, Transport
 
 # Uploaded under the names the host-side scripts import each other by (collector.AGENT_FILE,
-# collector.WATCH_FILE): the agent imports the watch from its own folder.
+# collector.WATCH_FILE, collector.PROCESSES_FILE): the agent imports them from its own folder.
 AGENT = Path(__file__).resolve().parent / "agent.py"
 WATCH = Path(__file__).resolve().parent / "watch.py"
+PROCESSES = Path(__file__).resolve().parent / "processes.py"
 HOSTCTL = Path(__file__).resolve().parents[1] / "remote" / "hostctl.py"
 READ_TIMEOUT_S = 60
 # What one read may carry back (raw files included): within one command's capture.
@@ -39,6 +40,7 @@ def launch_agent(
     uploads are repeated for every generation: a rebooted host may have lost its /tmp."""
     digest = transport.put(str(AGENT), paths.agent_path)
     transport.put(str(WATCH), f"{paths.run_dir}/{collector.WATCH_FILE}")
+    transport.put(str(PROCESSES), f"{paths.run_dir}/{collector.PROCESSES_FILE}")
     transport.put(str(HOSTCTL), f"{paths.run_dir}/hostctl.py")
     local = scratch / f"soak-agent-{generation}.json"
     local.write_text(json.dumps(config, sort_keys=True))

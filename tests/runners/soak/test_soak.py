@@ -23,7 +23,7 @@ from gates.specs import validation as specs
 from runners.soak import host as soak_host_io
 from tests.runners.program.test_gate_programs import host_processes_gone, pass_gate, start
 from tests.simhosts import COLD_RECOVERY, ssh_simhost
-from tests.sshd import wait_for
+from tests.sshd import free_port, wait_for
 from worker import tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -384,3 +384,59 @@ def test_stop_and_extend_through_the_api_with_live_samples_gaps_and_a_provisiona
     viewer_api = token_client(customer_owner, customer_org, scopes=["read"])
     refused = viewer_api.post(reverse("api:soak-stop", args=[run.pk]), {}, format="json")
     assert refused.status_code == 403
+
+
+def test_with_lmcache_each_window_reads_its_counters_as_the_hit_proof_until_it_cannot(
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+):
+    host = soak_host(customer_org, own_sshd, tmp_path)
+    host.parameters = {
+        **host.parameters,
+        "offload_backend": "lmcache",
+        "lmcache_http_port": free_port(),
+    }
+    host.save(update_fields=["parameters"])
+    run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=14, **LOOSE_DRIFT))
+    killed_after: list[int] = []
+
+    def kill_lmcache_after_three_windows(run):
+        # The side service dies mid-soak: the windows after it cannot read its counters.
+        stored = SoakSample.objects.filter(run=run).count()
+        pid_file = data_dir(run) / "side-lmcache.pid"
+        if killed_after or stored < 3 or not pid_file.exists():
+            return
+        os.killpg(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+        killed_after.append(SoakSample.objects.filter(run=run).order_by("-seq")[0].seq)
+
+    run = tick_until_ended(run, during=kill_lmcache_after_three_windows)
+    assert (run.state, run.outcome) == ("finished", "completed"), run.reason
+    assert_every_seq_once(run)
+    samples = list(SoakSample.objects.filter(run=run).order_by("seq"))
+    read = [s for s in samples if "lmcache" in s.metrics["side_services"]]
+    unread = [s for s in samples if s.seq > killed_after[0] + 1 and not s.metrics["crashed"]]
+    assert len(read) >= 3 and unread, [s.metrics.get("side_services_unread") for s in samples]
+    for sample in read:
+        facts = sample.metrics["side_services"]["lmcache"]
+        assert sample.metrics["hit_proof"] == "lmcache"
+        # simhost's LMCache counts what its one offload tier looked up and hit.
+        assert facts["lookup_hit_rate"] == pytest.approx(sample.metrics["engine_external_hit_rate"])
+        assert sample.external_hit_rate == facts["lookup_hit_rate"]
+    assert all(s.metrics["external_hit_rate"] > 0.9 for s in read[1:]), read
+    for sample in unread:
+        assert sample.metrics["external_hit_rate"] is None
+        assert "lmcache" in sample.metrics["side_services_unread"]
+        assert any("hit proof" in note for note in sample.metrics["notes"])
+    kept = set(
+        Artifact.objects.filter(run=run, tool="lmcache-metrics").values_list("name", flat=True)
+    )
+    assert {
+        "soak/w000000/lmcache-metrics-before.txt",
+        "soak/w000001/lmcache-metrics-after.txt",
+    } <= kept
+    decision = run.decisions.get()
+    assert checks_of(decision)["offload_hits"]["windows"] == len(
+        [s for s in samples if s.metrics["external_hit_rate"] is not None]
+    )
+    # The verifier re-derives every window, its LMCache facts included, from the raw files.
+    evidence = verify_bundle(bundle_for_decision(decision)[0])
+    assert evidence.ok, evidence
