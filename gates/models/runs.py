@@ -120,6 +120,14 @@ class Run(models.Model):
         return (self.profile_snapshot or {}).get("name")
 
     @property
+    def profile_summary(self) -> dict | None:
+        """Name, digest and its short form; None without a snapshot (no host, or made before)."""
+        if not self.profile_digest:
+            return None
+        digest = self.profile_digest
+        return {"name": self.profile_name, "digest": digest, "short_digest": digest[:12]}
+
+    @property
     def is_ended(self) -> bool:
         return self.state in self.ENDED
 

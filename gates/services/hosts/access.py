@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import hashlib
 import re
 from dataclasses import replace
@@ -308,7 +309,9 @@ def run_values(
 def run_profile_snapshot(host: Host) -> ProfileSnapshot:
     """The host's profile now, as a run stores it (a run made before snapshots reads it so)."""
     profile = host.profile
-    return profile_snapshot(profile.name, profile.commands, profile.parameters)
+    # Copies: the run's snapshot must not share dicts with a Profile instance edited later.
+    commands, parameters = copy.deepcopy(profile.commands), copy.deepcopy(profile.parameters)
+    return profile_snapshot(profile.name, commands, parameters)
 
 
 def run_profile_fields(host: Host | None) -> dict[str, Any]:
