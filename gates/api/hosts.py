@@ -15,6 +15,18 @@ from gates.models import Host, Organization, Profile
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 
 
+class RunProfileSerializer(serializers.Serializer):
+    """The profile a run used, as the run kept it at its start (a later edit of the Profile
+    row, or the host pointed at another, leaves it as it was): what a run's API entry shows."""
+
+    name = serializers.CharField(help_text="The profile's name when the run started.")
+    digest = serializers.CharField(
+        help_text="SHA-256 of the run's profile snapshot (name, commands, parameters) as "
+        "canonical JSON; run.json in the run's evidence holds the snapshot itself."
+    )
+    short_digest = serializers.CharField(help_text="Its first 12 hex digits, as pages show it.")
+
+
 class HostSerializer(serializers.ModelSerializer):
     organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     profile = serializers.SlugRelatedField(slug_field="name", read_only=True)

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates import services
+from gates.api.hosts import RunProfileSerializer
 from gates.api.rest.idempotency import idempotent
 from gates.api.rest.pagination import (
     PAGE_PARAMETERS,
@@ -55,8 +56,8 @@ class RunSerializer(serializers.ModelSerializer):
         "verdict that tested something, or a run past its first look, canceled or not."
     )
 
-    # G3 under statistics.carry_repetitions: the inconclusive attempt it continues (its column,
-    # no query), how many repetitions it carries, and where its own repetitions' numbers start.
+    profile = RunProfileSerializer(source="profile_summary", read_only=True, allow_null=True)
+    # G3 carry_repetitions: the attempt it continues (its column), how many, where its own start.
     carried_from = serializers.IntegerField(
         source="carried_from_id",
         read_only=True,
@@ -77,8 +78,7 @@ class RunSerializer(serializers.ModelSerializer):
         "chain used, so one numbering covers the union (1 when it started afresh).",
     )
 
-    # G3: band per tier predicted when planned, beside the decision's measurement (inside?)
-    predicted_ttft_change = serializers.SerializerMethodField()
+    predicted_ttft_change = serializers.SerializerMethodField()  # G3: band per tier, planned
 
     def get_spent_attempt(self, run: Run) -> bool:
         return services.run_spent_attempt(run)
@@ -109,6 +109,7 @@ class RunSerializer(serializers.ModelSerializer):
             "gate",
             "attempt",
             "host",
+            "profile",
             "spec_version",
             "rehearsal",
             "source",
@@ -133,8 +134,8 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class RunListSerializer(RunSerializer):
-    """A run in a gate's list: no log (each run's would make a list of fifty runs weigh
-    megabytes) and no `spent_attempt` (its queries per run); read one run for them."""
+    """A run in a gate's list: no log (fifty runs' would weigh megabytes), no `spent_attempt`
+    (its queries per run) and no predicted change; read one run for them."""
 
     class Meta(RunSerializer.Meta):
         fields = [

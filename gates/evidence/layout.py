@@ -70,6 +70,12 @@ def carried_prefix(attempt: int, source_attempt: int) -> str:
     return f"{run_prefix(attempt)}{CARRIED}attempt-{source_attempt}/"
 
 
+# Beside a carrying run's carried/ folder: the attempt it carries from, its decision's set-aside
+# repetitions and every record of its chain by digest (documents.carry.CarriedSource), so the
+# verifier recomputes which repetitions had to be carried.
+CARRIED_SOURCE = "carried-source.json"
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -13,8 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from documents.carry import complete_repetitions, record_digest, spec_cells
+from documents.profile import short_digest
 from gates.decisions import EvidenceError, decide_gate
 from gates.decisions.gathering import gather_evidence
+from gates.evidence import layout
 from gates.evidence.layout import sha256_hex
 from gates.specs.validation import parse_spec
 from runners import results
@@ -33,6 +36,7 @@ class RunRecords:
     steps: list[dict]
     measurements: list[dict]
     files: dict[str, bytes] = field(default_factory=dict)
+    attempt: int = 0  # the attempt that measured them (set for carried records)
 
 
 def recompute_decision(
@@ -194,3 +198,68 @@ def _same(a: object, b: object) -> bool:
         return a == b
     # Another machine's libm may differ in the last bits of a logarithm; a verdict never does.
     return isinstance(b, numbers) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def carried_set_problems(spec: dict, source: dict, carried: Sequence[RunRecords]) -> list[str]:
+    """The carried repetitions must be exactly the source attempt's complete ones (every cell
+    measured, none set aside: documents.carry, the rule carrying applied), and each carried
+    record the one the source attempt's chain recorded, by digest."""
+    name = f"attempt {source['attempt']}"
+    where = f"{layout.CARRIED_SOURCE} ({name})"
+    records = source["records"]
+    aside = (source.get("decision") or {}).get("set_aside") or []
+    complete = complete_repetitions(spec_cells(spec), records, aside)
+    taken = {row["repetition"] for group in carried for row in group.measurements}
+    problems = []
+    if missing := sorted(complete - taken):
+        problems.append(
+            f"{where}: repetition(s) {missing} are complete (every cell measured, none set "
+            "aside) but not carried"
+        )
+    if extra := sorted(taken - complete):
+        problems.append(f"{where}: repetition(s) {extra} are carried but are not complete ones")
+    recorded = {_cell_key(r["attempt"], r): r["sha256"] for r in records}
+    held = set()
+    for group in carried:
+        for index, row in enumerate(group.measurements):
+            key = _cell_key(group.attempt, row)
+            held.add(key)
+            cell = f"repetition {row['repetition']}, {row['arm']} at c={row['tier']}"
+            if key not in recorded:
+                problems.append(f"{group.prefix}measurements.json[{index}]: {name} has no {cell}")
+            elif record_digest(row) != recorded[key]:
+                problems.append(
+                    f"{group.prefix}measurements.json[{index}]: not the record {name} holds for "
+                    f"{cell} (SHA-256 {short_digest(record_digest(row))}, recorded "
+                    f"{short_digest(recorded[key])})"
+                )
+    dropped = sorted(key for key in recorded if key[1] in complete & taken and key not in held)
+    for origin, repetition, arm, tier in dropped:
+        problems.append(
+            f"{where}: the record of attempt {origin}'s repetition {repetition}, {arm} at "
+            f"c={tier} is not carried"
+        )
+    return problems
+
+
+def carried_profile_problems(run: dict, carried: Sequence[tuple[str, dict]]) -> list[str]:
+    """Every carried attempt's run.json must name the carrying run's profile digest (the same
+    profile, so the same command lines: carrying refuses any other)."""
+    digest = (run.get("profile") or {}).get("digest")
+    problems = []
+    for prefix, record in carried:
+        theirs = (record.get("profile") or {}).get("digest")
+        if theirs != digest:
+            problems.append(
+                f"{prefix}run.json profile digest: {_short(theirs)}, the carrying run's is "
+                f"{_short(digest)}"
+            )
+    return problems
+
+
+def _cell_key(attempt: int, row: Mapping[str, Any]) -> tuple[int, int, str, int]:
+    return (attempt, row["repetition"], row["arm"], row["tier"])
+
+
+def _short(digest: object) -> str:
+    return short_digest(digest) if isinstance(digest, str) else "none"

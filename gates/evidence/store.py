@@ -23,7 +23,7 @@ from gates.models import (
 )
 from gates.selectors import run_measurement_records
 from gates.services.audit import Actor, audit_record
-from gates.services.runs.carrying import run_carried_by_source
+from gates.services.runs.carrying import run_carried_by_source, run_carried_source
 from gates.services.runs.evaluation import run_g1_facts, run_steps
 from gates.tenancy import Viewer
 from runners.contract import inventory_of
@@ -53,7 +53,7 @@ def bundle_for_run(run: Run) -> tuple[bytes, str]:
     members = {
         layout.SPEC: canonical_json(run.spec.document),
         layout.VERSIONS: canonical_json({**software_versions(), "host_tools": {}}),
-        **run_members(run),
+        **run_members(run, profile=True),
     }
     predicate = {
         "gate": {"id": run.gate_id, "kind": run.gate.kind},
@@ -124,6 +124,8 @@ def decision_seal(decision: Decision) -> EvidenceSeal:
         "inventory_amendments": amendments_record(decision),
         "soak_windows": True,
         "carried": True,
+        # run.json names the run's profile snapshot and digest; carried-source.json is held.
+        "run_profile": True,
     }
     return seal_create(decision, snapshot)
 
@@ -161,10 +163,11 @@ def decision_members(decision: Decision, snapshot: dict) -> dict[str, bytes]:
         members[layout.OPERATING_CHARACTERISTIC] = canonical_json(
             result["operating_characteristic"]
         )
+    profile = bool(snapshot.get("run_profile"))
     for run in decision.runs.select_related("host", "spec").order_by("attempt"):
-        members.update(run_members(run))
+        members.update(run_members(run, profile=profile))
         if snapshot.get("carried"):
-            members.update(carried_members(run))
+            members.update(carried_members(run, profile=profile))
         if snapshot.get("soak_windows") and run.soak_samples.exists():
             members[layout.run_prefix(run.attempt) + layout.SOAK_WINDOWS] = canonical_json(
                 _soak_windows(run)
@@ -172,10 +175,10 @@ def decision_members(decision: Decision, snapshot: dict) -> dict[str, bytes]:
     return members
 
 
-def run_members(run: Run) -> dict[str, bytes]:
+def run_members(run: Run, *, profile: bool) -> dict[str, bytes]:
     prefix = layout.run_prefix(run.attempt)
     members = {
-        f"{prefix}run.json": canonical_json(_run_record(run)),
+        f"{prefix}run.json": canonical_json(_run_record(run, profile=profile)),
         f"{prefix}steps.json": canonical_json(run_steps(run)),
         f"{prefix}measurements.json": canonical_json(run_measurement_records(run)),
     }
@@ -184,16 +187,21 @@ def run_members(run: Run) -> dict[str, bytes]:
     return members
 
 
-def carried_members(run: Run) -> dict[str, bytes]:
+def carried_members(run: Run, *, profile: bool) -> dict[str, bytes]:
     """The repetitions a carrying run decided on beside its own, per earlier attempt of its
     chain: that attempt's record (with its decision's verdict), the carried measurement
-    records, and every raw file of each carried cell (its result and /metrics scrapes)."""
+    records, and every raw file of each carried cell (its result and /metrics scrapes); with
+    `profile` (seals made since), what the verifier needs to recompute the carried set."""
     members = {}
+    source = run_carried_source(run) if profile else None
+    if source is not None:
+        name = layout.run_prefix(run.attempt) + layout.CARRIED_SOURCE
+        members[name] = canonical_json(source)
     for origin, rows in run_carried_by_source(run):
         prefix = layout.carried_prefix(run.attempt, origin.attempt)
         decision = origin.decisions.filter(kind=Decision.Kind.ENGINE).order_by("-id").first()
         record = {
-            **_run_record(origin),
+            **_run_record(origin, profile=profile),
             "decision": {"id": decision.pk, "verdict": decision.verdict} if decision else None,
             "carried": sorted({row["repetition"] for row in rows}),
         }
@@ -337,8 +345,8 @@ def _host_tools(decision: Decision) -> dict:
     return tools
 
 
-def _run_record(run: Run) -> dict:
-    return {
+def _run_record(run: Run, *, profile: bool) -> dict:
+    record = {
         "attempt": run.attempt,
         "source": run.source,
         "outcome": run.outcome,
@@ -348,6 +356,13 @@ def _run_record(run: Run) -> dict:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
     }
+    if profile:  # as the run used it; null for a run without a host or made before snapshots
+        record["profile"] = {
+            "name": run.profile_name,
+            "digest": run.profile_digest or None,
+            "snapshot": run.profile_snapshot,
+        }
+    return record
 
 
 def _soak_windows(run: Run) -> list[dict]:

@@ -26,7 +26,12 @@ from gates.evidence.agreements import (
     check_spec_signatures,
 )
 from gates.evidence.layout import BundleFormatError, load_json_member
-from gates.evidence.recompute import RunRecords, recompute_decision
+from gates.evidence.recompute import (
+    RunRecords,
+    carried_profile_problems,
+    carried_set_problems,
+    recompute_decision,
+)
 from gates.evidence.redaction import check_redaction
 from gates.evidence.retention import (
     RETENTION,
@@ -228,6 +233,8 @@ def _check_decision(
             )
             continue
         problems = carried_problems(carries, carried, own)
+        if carried:
+            problems += _carried_proof(members, attempt, spec, carried, report)
         problems += recompute_decision(spec, decision, context, own, carried)
         report.problems += problems
         if not problems:
@@ -275,6 +282,39 @@ def _check_soak(
             )
 
 
+def _carried_proof(
+    members: dict[str, bytes],
+    attempt: int,
+    spec: dict,
+    carried: list[RunRecords],
+    report: Verification,
+) -> list[str]:
+    """The carried set recomputed from the source attempt's record list, and every carried
+    attempt on the carrying run's profile; a seal from before bundles held them is named."""
+    prefix = layout.run_prefix(attempt)
+    run = load_json_member(members, prefix + "run.json")
+    if "profile" not in run:
+        report.notes.append(
+            f"run attempt {attempt}: sealed before bundles held the carried attempt's records "
+            "and the runs' profiles: the carried set is NOT proven complete"
+        )
+        return []
+    source = load_json_member(members, prefix + layout.CARRIED_SOURCE)
+    problems = carried_set_problems(spec, source, carried)
+    records = [
+        (group.prefix, load_json_member(members, group.prefix + "run.json")) for group in carried
+    ]
+    problems += carried_profile_problems(run, records)
+    if not problems:
+        profile, digest = run["profile"], run["profile"].get("digest")
+        on = f"profile {profile.get('name')} ({digest[:12]})" if digest else "no profile (no host)"
+        report.notes.append(
+            f"run attempt {attempt}: carries exactly attempt {source['attempt']}'s complete "
+            f"repetitions, each record as it recorded, all on {on}"
+        )
+    return problems
+
+
 def run_records(members: dict[str, bytes], attempt: int) -> RunRecords:
     prefix = layout.run_prefix(attempt)
     files = prefix + "files/"
@@ -302,6 +342,7 @@ def carried_records(members: dict[str, bytes], attempt: int) -> list[RunRecords]
                 steps=[],
                 measurements=load_json_member(members, prefix + "measurements.json"),
                 files={n.removeprefix(files): d for n, d in members.items() if n.startswith(files)},
+                attempt=number,
             )
         )
     return found

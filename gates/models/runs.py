@@ -85,6 +85,12 @@ class Run(models.Model):
     )
     carried_repetitions = models.PositiveIntegerField(default=0)
     first_repetition = models.PositiveIntegerField(default=1)
+    # The host's profile as this run used it (documents.profile: name, commands, parameters)
+    # and the SHA-256 of its canonical JSON: a later edit of the Profile row, or the host
+    # pointed at another, leaves it as it was. Null before migration 0027 and for a run
+    # without a host (an upload nobody drove).
+    profile_snapshot = models.JSONField(null=True, blank=True, editable=False)
+    profile_digest = models.CharField(max_length=64, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -108,6 +114,18 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gate} run #{self.attempt}"
+
+    @property
+    def profile_name(self) -> str | None:
+        return (self.profile_snapshot or {}).get("name")
+
+    @property
+    def profile_summary(self) -> dict | None:
+        """Name, digest and its short form; None without a snapshot (no host, or made before)."""
+        if not self.profile_digest:
+            return None
+        digest = self.profile_digest
+        return {"name": self.profile_name, "digest": digest, "short_digest": digest[:12]}
 
     @property
     def is_ended(self) -> bool:

@@ -1,16 +1,20 @@
-"""Hosts: onboarding with a confirmed pinned key, encrypted credentials, key rotation."""
+"""Hosts: onboarding with a confirmed pinned key, encrypted credentials, key rotation; what a
+run takes from its host (the profile snapshot, the values its templates are filled with)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import hashlib
 import re
 from dataclasses import replace
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from documents.profile import ProfileSnapshot, profile_digest, profile_snapshot
 from gates.crypto import CryptoError, Keyring, host_credential_aad
 from gates.errors import DuplicateError, NotAllowedError, ServiceError
 from gates.models import Host, Organization, Profile
@@ -287,16 +291,35 @@ def host_target(host: Host, *, check_timeout_s: float | None = None) -> SshTarge
     return replace(target, connect_timeout=timeout, banner_timeout=timeout, auth_timeout=timeout)
 
 
-def run_values(host: Host, spec: dict, *, model_name: str) -> dict:
-    """The values a run's templates are filled with: defaults, then the profile's, the spec's
-    server section and the host's parameters, each overriding the one before."""
+def run_values(
+    host: Host, spec: dict, *, model_name: str, profile_parameters: dict | None = None
+) -> dict:
+    """The values a run's templates are filled with: defaults, then the profile's (the run's
+    snapshot of them when given), the spec's server section and the host's parameters, each
+    overriding the one before."""
     return {
         "python": DEFAULT_PYTHON,
         "model": model_name,
-        **host.profile.parameters,
+        **(host.profile.parameters if profile_parameters is None else profile_parameters),
         **spec.get("server", {}),
         **host.parameters,
     }
+
+
+def run_profile_snapshot(host: Host) -> ProfileSnapshot:
+    """The host's profile now, as a run stores it (a run made before snapshots reads it so)."""
+    profile = host.profile
+    # Copies: the run's snapshot must not share dicts with a Profile instance edited later.
+    commands, parameters = copy.deepcopy(profile.commands), copy.deepcopy(profile.parameters)
+    return profile_snapshot(profile.name, commands, parameters)
+
+
+def run_profile_fields(host: Host | None) -> dict[str, Any]:
+    """A new run's snapshot of its host's profile and the digest (none without a host)."""
+    if host is None:
+        return {}
+    snapshot = run_profile_snapshot(host)
+    return {"profile_snapshot": snapshot, "profile_digest": profile_digest(snapshot)}
 
 
 def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:

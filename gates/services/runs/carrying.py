@@ -5,16 +5,27 @@ stays honest: the carried looks were spent by the attempt that made them, this o
 its own share, judged by its own repetitions in attempts.py).
 
 Only from the gate's latest counted attempt, only when it ended inconclusive, and only on the
-same spec version and the same host (so the same profile); otherwise the run is refused with
-the reason, since the spec promised a carried attempt. Repetitions that attempt set aside, or
-that miss a cell, are not carried. The carrying run numbers its own repetitions after every
-number the carried chain used, so one numbering covers the union.
+same spec version, the same host and the same profile snapshot (its digest: a host's Profile
+row can be edited, or the host pointed at another, between attempts); otherwise the run is
+refused with the reason, since the spec promised a carried attempt. Repetitions that attempt
+set aside, or that miss a cell, are not carried (documents.carry.complete_repetitions, the one
+rule the offline verifier applies too). The carrying run numbers its own repetitions after
+every number the carried chain used, so one numbering covers the union.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from documents.carry import (
+    CarriedSource,
+    complete_repetitions,
+    set_aside_repetitions,
+    source_record,
+    spec_cells,
+)
+from documents.profile import short_digest
 from gates.errors import ServiceError
 from gates.models import Decision, Gate, Host, Run
 from gates.selectors import gate_last_reset_at, run_measurement_records
@@ -36,10 +47,11 @@ class Carry:
     first_repetition: int
 
 
-def g3_carry(gate: Gate, host: Host | None) -> Carry | None:
+def g3_carry(gate: Gate, host: Host | None, profile: dict[str, Any]) -> Carry | None:
     """What a new run of the gate carries under its current spec; None when it starts afresh
     (the spec does not carry, or no inconclusive attempt precedes it). CarryRefusedError when
-    the previous attempt cannot be carried onto this spec version or host."""
+    the previous attempt cannot be carried onto this spec version, host or profile (`profile`:
+    the new run's snapshot fields, workorder.run_profile_fields)."""
     spec = gate.current_spec
     if spec.document.get("gate") != "G3":
         return None
@@ -62,6 +74,7 @@ def g3_carry(gate: Gate, host: Host | None) -> Carry | None:
             "onto the same host and profile",
             field="host",
         )
+    _check_same_profile(previous, name, profile)
     rows = run_carried_records(previous) + run_measurement_records(previous)
     kept = _complete(previous, rows)
     if not kept:
@@ -105,18 +118,60 @@ def run_carried_by_source(run: Run) -> list[tuple[Run, list[dict]]]:
     return [(origin, rows) for origin, rows in picked if rows]
 
 
+def run_carried_source(run: Run) -> CarriedSource | None:
+    """What the evidence holds of the attempt `run` carries from, for the verifier to recompute
+    the carried set: its engine decision's set-aside repetitions and every record of its chain
+    (the source's own and those it carried), each as its digest."""
+    source = run.carried_from
+    if source is None:
+        return None
+    decision = _engine_decision(source)
+    groups = [*run_carried_by_source(source), (source, run_measurement_records(source))]
+    return {
+        "attempt": source.attempt,
+        "decision": None
+        if decision is None
+        else {
+            "id": decision.pk,
+            "verdict": decision.verdict,
+            "set_aside": set_aside_repetitions(decision.result or {}),
+        },
+        "records": [source_record(origin.attempt, row) for origin, rows in groups for row in rows],
+    }
+
+
 def _complete(run: Run, rows: list[dict]) -> set[int]:
     """The repetitions of `rows` that measured every cell (arm x tier) and that the run's
     decision did not set aside."""
-    document = run.spec.document
-    cells = {(arm, tier) for arm in document["arms"] for tier in document["tiers"]}
-    measured: dict[int, set[tuple[str, int]]] = {}
-    for row in rows:
-        measured.setdefault(row["repetition"], set()).add((row["arm"], row["tier"]))
     decision = _engine_decision(run)
-    result = decision.result if decision else {}
-    aside = {entry["repetition"] for entry in result.get("set_aside", [])}
-    return {rep for rep, found in measured.items() if cells <= found and rep not in aside}
+    aside = set_aside_repetitions(decision.result or {}) if decision else []
+    return complete_repetitions(spec_cells(run.spec.document), rows, aside)
+
+
+def _check_same_profile(previous: Run, name: str, profile: dict[str, Any]) -> None:
+    """Refuse unless the previous attempt ran the profile this run would, by digest. A run made
+    before runs kept a snapshot (or an upload with no host, beside one with a host) cannot be
+    shown to have run the same command lines, so it is refused too rather than trusted: a
+    carried repetition must be one the new attempt could have measured itself. Two uploads
+    with no host both have no profile (nothing Tollgate drove) and carry as before."""
+    digest = profile.get("profile_digest", "")
+    if previous.profile_digest == digest:
+        return
+    this = (profile.get("profile_snapshot") or {}).get("name")
+    if not previous.profile_digest:
+        raise CarryRefusedError(
+            f"the spec carries repetitions, but {name} kept no profile snapshot (it was made "
+            f"before runs kept one), so it cannot be shown to have run profile {this} "
+            f"(digest {short_digest(digest)}): repetitions carry only with the same profile",
+            field="profile",
+        )
+    raise CarryRefusedError(
+        f"the spec carries repetitions, but {name} ran profile {previous.profile_name} "
+        f"(digest {short_digest(previous.profile_digest)}) and this run would run profile "
+        f"{this} (digest {short_digest(digest)}): repetitions carry only with the same "
+        "profile (its name, commands and parameters)",
+        field="profile",
+    )
 
 
 def _latest_counted_run(gate: Gate) -> Run | None:

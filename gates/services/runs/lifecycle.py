@@ -1,8 +1,7 @@
 """Runs: creating and canceling them, leasing hosts, ending them, and recording decisions.
-Every change of a run's state and every decision is written here, but the worker's claim
-(recording.RunSession.claim_dispatched), which starts a queued run in its UPDATE; steps, progress
-and heartbeats are in recording.py and uploads.py. A decision and a lease release check the
-run's fencing token, so a run that lost its lease never touches the holder's."""
+Every run state change and decision is written here, but the worker's claim (recording.py
+RunSession.claim_dispatched); steps, progress and heartbeats are in recording.py and uploads.py.
+A decision and a lease release check the fencing token: a run that lost its lease never writes."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ from gates.services.alerts.events import alert_gate_failed, alert_gate_verdict, 
 from gates.services.audit import Actor, audit_record
 from gates.services.contract.power import gate_check_power
 from gates.services.engagements import gate_move, gate_open_next
-from gates.services.hosts.access import run_values_check
+from gates.services.hosts.access import run_profile_fields, run_values_check
 from gates.services.hosts.cleanup import host_require_clean
 from gates.services.reports import report_pdf_at_decision
 from gates.services.runs.attempts import (
@@ -68,7 +67,8 @@ def run_create(
     with transaction.atomic():
         gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
         _check_can_start(gate, host, source)
-        carry = g3_carry(gate, host)
+        profile = run_profile_fields(host)  # the profile as this run uses it, kept with it
+        carry = g3_carry(gate, host, profile)
         spec = gate.current_spec
         attempt = (gate.runs.aggregate(top=Max("attempt"))["top"] or 0) + 1
         uploaded = source == Run.Source.UPLOAD
@@ -85,6 +85,7 @@ def run_create(
             # A person uploads results over days: no worker claims it, so it starts running.
             state=Run.State.RUNNING if uploaded else Run.State.QUEUED,
             started_at=timezone.now() if uploaded else None,
+            **profile,
             **carry_fields(carry),
         )
         if spec.frozen_at is None:
@@ -364,13 +365,12 @@ def runs_due_for_retry() -> list[int]:
 
 
 def _lock_active(run_id: int) -> Run | None:
-    run = (
+    return (
         Run.objects.select_for_update()
         .select_related("gate__engagement", "spec")
         .filter(pk=run_id, state__in=ACTIVE_STATES)
         .first()
     )
-    return run
 
 
 def _end(run: Run, state: str, outcome: str, reason: str) -> None:

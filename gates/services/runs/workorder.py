@@ -1,6 +1,6 @@
 """What a worker needs to drive a run, as a typed runners.program.workorder.RunPlan: how to reach
-the
-host, the profile's commands, and the values its templates are filled with."""
+the host, the profile's commands, and the values its templates are filled with. The profile is
+read from the run's own snapshot (taken at run_create), never from the Profile row as it is now."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from django.conf import settings
 
 from gates.models import Engagement, Host, Run, WorkloadTrace
 from gates.services.contract.inventory import accepted_inventory
-from gates.services.hosts.access import host_retry_window, host_target, run_values
+from gates.services.hosts.access import (
+    host_retry_window,
+    host_target,
+    run_profile_snapshot,
+    run_values,
+)
 from runners.program.workorder import RunPlan
 from runners.workloads import spec_context_tokens
 
@@ -19,19 +24,20 @@ def run_execution(run: Run) -> RunPlan:
     """Everything runners.program.driver needs for this run, without model instances. Every value is
     checked on the way (RunPlan refuses a bad one, naming it), before anything reaches the host."""
     host = run.host
-    profile = host.profile
+    profile = run.profile_snapshot or run_profile_snapshot(host)
     spec = run.spec.document
-    values = run_values(host, spec, model_name=run.gate.engagement.model_name)
+    model = run.gate.engagement.model_name
+    values = run_values(host, spec, model_name=model, profile_parameters=profile["parameters"])
     equivalence = spec.get("equivalence", {})
     local = host.transport == Host.Transport.LOCAL
     return RunPlan(
         host_name=host.name,
         target=None if local else host_target(host),
-        commands=profile.commands,
+        commands=profile["commands"],
         values=values,
         run_dir=f"{values.get('run_root', DEFAULT_RUN_ROOT)}/run-{run.pk}-{run.key.hex[:12]}",
         token=f"run-{run.key.hex}",
-        probe_names=list(profile.commands.get("probes", {})),
+        probe_names=list(profile["commands"].get("probes", {})),
         prompts=equivalence.get("prompts", []),
         max_tokens=equivalence.get("max_tokens", 64),
         context_tokens=spec_context_tokens(spec),

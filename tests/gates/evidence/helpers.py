@@ -8,8 +8,9 @@ import json
 
 from django.urls import reverse
 
+from gates import services
 from gates.evidence import keys, layout, statement
-from gates.models import Decision, EvidenceKey
+from gates.models import Decision, EvidenceKey, Run
 from tests.gates.services.test_attempts import carrying_gate
 from tests.gates.services.test_uploads import (
     bench_file,
@@ -42,12 +43,19 @@ def g3_upload_decision(
     return gate.decisions.get()
 
 
-def g3_carrying_decision(api, actor, viewer, engagement, host) -> Decision:
+def g3_carrying_decision(api, actor, viewer, engagement, host, on_host=False) -> Decision:
     """The upload G3 carrying repetitions: an attempt at the bar (inconclusive), then one that
-    carries its four repetitions and passes on the union of eight; the second's decision."""
+    carries its four repetitions and passes on the union of eight; the second's decision.
+    `on_host`: both uploads name the host, so each run keeps its profile snapshot."""
     gate = carrying_gate(actor, viewer, engagement, host)
     for ratios in ({1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77}, {5: 0.40, 6: 0.41, 7: 0.39, 8: 0.40}):
-        run = upload_run(api, gate)
+        if on_host:
+            made = services.run_create(
+                actor=actor, viewer=viewer, gate=gate, host=host, source=Run.Source.UPLOAD
+            )
+            run = {"id": made.pk}
+        else:
+            run = upload_run(api, gate)
         for repetition, ratio in ratios.items():
             base = 1000.0 * (1 + 0.01 * repetition)
             for arm, ttft in (("baseline", base), ("offload", base * ratio)):

@@ -265,3 +265,110 @@ def test_a_carrying_decision_sealed_before_bundles_held_carried_files_is_named_n
         and "NOT recomputed" in note
         for note in report.notes
     )
+
+
+# The carried set proven from one bundle: the source attempt's records by digest, its set-aside
+# repetitions and every carried attempt's profile digest.
+
+CARRIED = "runs/attempt-2/carried/attempt-1/"
+
+
+@pytest.fixture
+def carried_bundle(api, actor, vendor_viewer, engagement, host) -> bytes:
+    decision = g3_carrying_decision(api, actor, vendor_viewer, engagement, host, on_host=True)
+    assert decision.verdict == "pass"
+    return bundle_for_decision(decision)[0]
+
+
+def test_a_carrying_bundle_proves_its_carried_set_and_its_profile(carried_bundle, host):
+    report = verify_bundle(carried_bundle, public_key=server_key())
+    assert report.ok, report.problems
+    run = host.runs.filter(gate__kind="G3").get(attempt=2)
+    digest = run.profile_digest
+    assert (
+        digest == host.runs.filter(gate__kind="G3").get(attempt=1).profile_digest
+        and len(digest) == 64
+    )
+    assert (
+        "run attempt 2: carries exactly attempt 1's complete repetitions, each record as it "
+        f"recorded, all on profile vllm ({digest[:12]})" in report.notes
+    )
+    members = layout.read_zip(carried_bundle)
+    profile = layout.load_json_member(members, "runs/attempt-2/run.json")["profile"]
+    assert profile == {"name": "vllm", "digest": digest, "snapshot": run.profile_snapshot}
+    source = layout.load_json_member(members, "runs/attempt-2/" + layout.CARRIED_SOURCE)
+    assert source["attempt"] == 1 and source["decision"]["set_aside"] == []
+    assert sorted({row["repetition"] for row in source["records"]}) == [1, 2, 3, 4]
+
+
+def test_a_carried_repetition_left_out_is_named_even_with_the_count_made_to_match(
+    carried_bundle,
+):
+    def fourth_dropped(members):
+        edited_json(
+            members,
+            CARRIED + "measurements.json",
+            lambda rows: rows.__setitem__(slice(None), [r for r in rows if r["repetition"] != 4]),
+        )
+        for name in [n for n in members if n.startswith(CARRIED + "files/") and "-r4/" in n]:
+            del members[name]
+        edited_json(members, layout.CONTEXT, lambda c: c.update(carried_repetitions=3))
+
+    problems = problems_of(resealed(carried_bundle, fourth_dropped))
+    assert (
+        "carried-source.json (attempt 1): repetition(s) [4] are complete (every cell measured, "
+        "none set aside) but not carried" in problems
+    )
+
+
+def test_a_carried_record_changed_with_its_raw_file_is_not_the_source_attempts_record(
+    carried_bundle,
+):
+    result = CARRIED + "files/offload-c8-r3/result.json"
+
+    def slower(members):  # the record, its raw file and the file's digest changed together
+        raw = json.loads(members[result])
+        raw["median_ttft_ms"] = 1020.0
+        members[result] = json.dumps(raw).encode()
+
+        def edit(rows):
+            row = next(r for r in rows if (r["arm"], r["repetition"]) == ("offload", 3))
+            row["metrics"]["ttft_ms"]["median"] = 1020.0
+            row["raw_sha256"] = layout.sha256_hex(members[result])
+
+        edited_json(members, CARRIED + "measurements.json", edit)
+
+    problems = problems_of(resealed(carried_bundle, slower))
+    assert any(
+        p.startswith(
+            f"{CARRIED}measurements.json[5]: not the record attempt 1 holds for "
+            "repetition 3, offload at c=8"
+        )
+        for p in problems
+    ), problems
+    assert not any("raw_sha256: is not the SHA-256" in p for p in problems)
+
+
+def test_a_carried_attempt_on_another_profile_digest_is_named(carried_bundle):
+    def other_profile(members):
+        edited_json(members, CARRIED + "run.json", lambda r: r["profile"].update(digest="ab" * 32))
+
+    problems = problems_of(resealed(carried_bundle, other_profile))
+    assert any(
+        p.startswith(f"{CARRIED}run.json profile digest: abababababab, the carrying run's is ")
+        for p in problems
+    ), problems
+
+
+def test_a_carrying_bundle_sealed_before_runs_kept_profiles_is_named_not_proven(
+    api, actor, vendor_viewer, engagement, host
+):
+    decision = g3_carrying_decision(api, actor, vendor_viewer, engagement, host, on_host=True)
+    versions = {**software_versions(), "host_tools": {}}
+    seal_create(decision, {"versions": versions, "soak_windows": True, "carried": True})
+    report = verify_bundle(bundle_for_decision(decision)[0], public_key=server_key())
+    assert report.ok, report.problems
+    assert (
+        "run attempt 2: sealed before bundles held the carried attempt's records and the runs' "
+        "profiles: the carried set is NOT proven complete" in report.notes
+    )

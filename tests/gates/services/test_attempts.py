@@ -3,12 +3,15 @@ inconclusive one's repetitions carried into the next where the spec says so."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from django.urls import reverse
 
+from documents.profile import profile_digest, profile_snapshot
 from gates import services
 from gates.errors import IllegalTransitionError, ServiceError
-from gates.models import AuditEvent, Gate, Measurement, Run
+from gates.models import AuditEvent, Gate, Measurement, Profile, Run
 from gates.services.contract.power import UnderpoweredSpecError
 from gates.services.runs.attempts import (
     AttemptsSpentError,
@@ -262,3 +265,80 @@ def test_a_carry_onto_another_host_is_refused_with_the_reason(
         upload(actor, vendor_viewer, gate, host)
     assert "run #1 ran on uploaded results" in str(refused.value)
     assert refused.value.field == "host" and gate.runs.count() == 1
+
+
+def test_a_carry_onto_an_edited_profile_is_refused_naming_both_digests(
+    actor, vendor_viewer, engagement, host
+):
+    gate = carrying_gate(actor, vendor_viewer, engagement, host)
+    first = upload(actor, vendor_viewer, gate, host)
+    measured(first, {1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77})
+    assert run_evaluate(first).verdict == "inconclusive"
+    profile = host.profile
+    profile.commands["serve"]["offload"].append("--kv-offloading-size=64")
+    profile.save(update_fields=["commands"])
+    now = profile_digest(profile_snapshot(profile.name, profile.commands, profile.parameters))
+    assert now != first.profile_digest
+    with pytest.raises(CarryRefusedError) as refused:
+        upload(actor, vendor_viewer, gate, host)
+    assert refused.value.field == "profile" and gate.runs.count() == 1
+    assert str(refused.value) == (
+        f"the spec carries repetitions, but run #1 ran profile vllm (digest "
+        f"{first.profile_digest[:12]}) and this run would run profile vllm (digest "
+        f"{now[:12]}): repetitions carry only with the same profile (its name, commands and "
+        "parameters)"
+    )
+
+
+def test_a_run_that_kept_no_profile_snapshot_cannot_be_carried_from(
+    actor, vendor_viewer, engagement, host
+):
+    gate = carrying_gate(actor, vendor_viewer, engagement, host)
+    first = upload(actor, vendor_viewer, gate, host)
+    measured(first, {1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77})
+    run_evaluate(first)
+    # As a run made before migration 0027 reads.
+    Run.objects.filter(pk=first.pk).update(profile_snapshot=None, profile_digest="")
+    with pytest.raises(CarryRefusedError) as refused:
+        upload(actor, vendor_viewer, gate, host)
+    assert refused.value.field == "profile"
+    assert "run #1 kept no profile snapshot" in str(refused.value)
+
+
+def test_the_same_profile_on_the_same_host_carries(actor, vendor_viewer, engagement, host):
+    gate = carrying_gate(actor, vendor_viewer, engagement, host)
+    first = upload(actor, vendor_viewer, gate, host)
+    measured(first, {1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77})
+    run_evaluate(first)
+    second = upload(actor, vendor_viewer, gate, host)
+    assert (second.carried_from, second.carried_repetitions) == (first, 4)
+    assert second.profile_digest == first.profile_digest != ""
+
+
+def test_a_runs_profile_snapshot_survives_a_later_edit_and_repointing_of_the_profile(
+    client, vendor_admin, vendor_org, actor, vendor_viewer, engagement, host
+):
+    gate = carrying_gate(actor, vendor_viewer, engagement, host)
+    run = upload(actor, vendor_viewer, gate, host)
+    kept = copy.deepcopy(run.profile_snapshot)
+    assert kept["name"] == "vllm" and kept["commands"] == host.profile.commands
+    assert run.profile_digest == profile_digest(kept)
+    profile = host.profile
+    profile.commands["serve"]["offload"].append("--edited")
+    profile.parameters["python"] = "/opt/other/python"
+    profile.save(update_fields=["commands", "parameters"])
+    host.profile = Profile.objects.get(name="simhost")
+    host.save(update_fields=["profile"])
+    run.refresh_from_db()
+    assert run.profile_snapshot == kept and run.profile_digest == profile_digest(kept)
+
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
+    assert f"profile vllm <code>{run.profile_digest[:12]}</code>" in page
+    api = token_client(vendor_admin, vendor_org, scopes=["read"])
+    record = api.get(reverse("api:run-detail", args=[run.pk])).json()
+    assert record["profile"] == {
+        "name": "vllm",
+        "digest": run.profile_digest,
+        "short_digest": run.profile_digest[:12],
+    }
