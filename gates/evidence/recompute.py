@@ -1,6 +1,10 @@
 """Recomputing a decision from a bundle's raw files: each step's facts and each measurement
 read again from the files with the same adapters, gathered and decided by the same engine, and
-compared, number by number, with what was recorded.
+compared, number by number, with what was recorded. A cell that replayed the customer's trace
+is read from its per-request records and the replay's plan (the schedule the run uploaded,
+kept as `files/replay/<name>.plan.json`) with the run's own functions (runners.traces
+.replay_cell, runners.traces.fidelity): its metrics, its fidelity, and the decision's
+`replay_fidelity` and its consequence (a missed bar makes the run invalid).
 
 Pure: plain data and bytes in, a list of problems out (each naming the member and the number).
 Imports no Django: the offline verifier runs this on a customer's machine.
@@ -8,6 +12,7 @@ Imports no Django: the offline verifier runs this on a customer's machine.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,8 +25,16 @@ from gates.decisions.gathering import gather_evidence
 from gates.evidence import layout
 from gates.evidence.layout import sha256_hex
 from gates.specs.validation import parse_spec
-from runners import results
+from runners import adapters, results
 from runners.adapters import AdapterError
+from runners.adapters.vllm_trace_records import parse_vllm_trace_records, records_lines
+from runners.program.sequence import cell_workload
+from runners.traces.fidelity import (
+    recorded_hit_bands,
+    replay_fidelity_summary,
+    with_replay_fidelity,
+)
+from runners.traces.replay_cell import plan_file, replay_cell_metrics
 
 # Added to a G3 result after the engine decided (what the spec could decide): not recomputed here.
 NOT_RECOMPUTED = ("operating_characteristic",)
@@ -51,17 +64,20 @@ def recompute_decision(
     engine decided on the union)."""
     steps, problems = rederive_steps(run)
     measurements: list[dict] = []
+    own: list[dict] = []
     for records in (*carried, run):
-        derived, found = rederive_measurements(records)
-        measurements += derived
+        own, found = rederive_measurements(records, spec)
+        measurements += own
         problems += found
+    recorded = {k: v for k, v in (decision.get("result") or {}).items() if k not in NOT_RECOMPUTED}
     try:
         evidence = gather_evidence(spec, steps, measurements)
         # A bundle's spec is untrusted input: parsed (InvalidSpecError is a ValueError).
-        result = decide_gate(parse_spec(spec), evidence, context or None)
+        decided = decide_gate(parse_spec(spec), evidence, context or None)
+        # The server judges a replay's fidelity on the run's own cells, after the engine.
+        result = replay_decided(decided, own, recorded)
     except (EvidenceError, KeyError, ValueError, TypeError) as error:
         return [*problems, f"decision: cannot be recomputed from the raw files ({error})"]
-    recorded = {k: v for k, v in (decision.get("result") or {}).items() if k not in NOT_RECOMPUTED}
     return problems + decision_differences(decision, recorded, result)
 
 
@@ -95,10 +111,14 @@ def rederive_steps(run: RunRecords) -> tuple[list[dict], list[str]]:
     return steps, problems
 
 
-def rederive_measurements(run: RunRecords) -> tuple[list[dict], list[str]]:
-    """Each measurement read again from its bench result file (and /metrics scrapes)."""
+def rederive_measurements(
+    run: RunRecords, spec: dict | None = None
+) -> tuple[list[dict], list[str]]:
+    """Each measurement read again from its bench result file (and /metrics scrapes); a cell
+    that replayed the spec's trace from its records and the replay's plan."""
     measurements, problems = [], []
     for position, recorded in enumerate(run.measurements):
+        workload = replay_workload(spec, recorded["arm"]) if spec else None
         where = f"{run.prefix}measurements.json[{position}]"
         name = recorded.get("artifact")
         content = run.files.get(name) if name else None
@@ -109,15 +129,32 @@ def rederive_measurements(run: RunRecords) -> tuple[list[dict], list[str]]:
         if sha256_hex(content) != recorded.get("raw_sha256"):
             problems.append(f"{where}.raw_sha256: is not the SHA-256 of files/{name}")
         try:
-            derived = bench_measurement(recorded, name, run.files)
-        except AdapterError as error:
+            if workload is None:
+                derived = bench_measurement(recorded, name, run.files)
+            else:
+                derived = replay_measurement(recorded, name, run.files, workload)
+        except (AdapterError, ReplayEvidenceError) as error:
             problems.append(f"member {run.prefix}files/{name}: unreadable ({error})")
             measurements.append(recorded)
             continue
-        for key in ("metrics", "server"):
-            problems += differences(recorded.get(key), derived[key], f"{where}.{key}")
+        problems += measurement_differences(recorded, derived, where)
         measurements.append({**recorded, **derived, "raw_sha256": sha256_hex(content)})
     return measurements, problems
+
+
+def measurement_differences(recorded: dict, derived: dict, where: str) -> list[str]:
+    """Metrics and server facts as recorded against as recomputed; a replayed cell's fidelity
+    apart, each difference naming the cell (`replay cell offload c=64 r2 (...) fidelity.valid`)."""
+    metrics = dict(recorded.get("metrics") or {})
+    replay = metrics.pop("replay", None)
+    again = dict(derived["metrics"])
+    replayed = again.pop("replay", None)
+    problems = differences(metrics, again, f"{where}.metrics")
+    problems += differences(recorded.get("server"), derived["server"], f"{where}.server")
+    if replay is not None or replayed is not None:
+        cell = f"{recorded.get('arm')} c={recorded.get('tier')} r{recorded.get('repetition')}"
+        problems += differences(replay, replayed, f"replay cell {cell} ({where}.metrics.replay)")
+    return problems
 
 
 def bench_measurement(recorded: dict, name: str, files: dict[str, bytes]) -> dict:
@@ -263,3 +300,80 @@ def _cell_key(attempt: int, row: Mapping[str, Any]) -> tuple[int, int, str, int]
 
 def _short(digest: object) -> str:
     return short_digest(digest) if isinstance(digest, str) else "none"
+
+
+# A trace replay's cells (docs/evidence.md, "What is recomputed").
+
+
+class ReplayEvidenceError(ValueError):
+    """A replayed cell whose plan or records the bundle lacks or cannot read."""
+
+
+def replay_workload(spec: Mapping[str, Any], arm: str) -> dict[str, Any] | None:
+    """The workload a cell of this spec replayed, None when the cell sent no trace."""
+    workload = cell_workload(dict(spec), arm)
+    return workload if workload and workload.get("trace") else None
+
+
+def replay_measurement(
+    recorded: Mapping[str, Any], name: str, files: Mapping[str, bytes], workload: dict[str, Any]
+) -> dict[str, Any]:
+    """The metrics and server facts a replayed cell's records, plan and /metrics scrapes give,
+    computed as the run's bench step computed them."""
+    tier, label = int(recorded["tier"]), name.rsplit("/", 1)[0]
+    plan_name = plan_file(workload, tier)
+    if plan_name not in files:
+        raise ReplayEvidenceError(
+            f"files/{plan_name}: missing (the replay's plan; {name} needs it)"
+        )
+    plan = json.loads(files[plan_name])
+    _check_vllm_records(files, label, name, plan)
+    server = _scraped_server(files, label)
+    metrics = replay_cell_metrics(plan, files[name], workload=workload, tier=tier, server=server)
+    return {"metrics": metrics, "server": server}
+
+
+def _check_vllm_records(
+    files: Mapping[str, bytes], label: str, name: str, plan: Mapping[str, Any]
+) -> None:
+    """A `vllm`-profile cell's records were read from vLLM's detailed result kept beside them:
+    read it again, with `measured` from the plan, and hold the records to it byte for byte."""
+    result = files.get(f"{label}/result.json")
+    if result is None:
+        return
+    records = parse_vllm_trace_records(result, source=f"files/{label}/result.json")
+    measured = {int(row[0]): bool(row[4]) for row in plan["requests"]}
+    for record in records:
+        record["measured"] = measured.get(record["index"], True)
+    if records_lines(records) != files[name]:
+        raise ReplayEvidenceError(
+            f"files/{name}: is not the records files/{label}/result.json gives"
+        )
+
+
+def _scraped_server(files: Mapping[str, bytes], label: str) -> dict[str, Any] | None:
+    """The server facts of the cell's two /metrics scrapes (None when either was not kept)."""
+    scrapes = {}
+    for moment in ("before", "after"):
+        content = files.get(f"{label}/metrics-{moment}.txt")
+        if content is None:
+            return None
+        source = f"files/{label}/metrics-{moment}.txt"
+        try:
+            tool = adapters.detect(content, source=source)
+        except AdapterError:
+            tool = "vllm-metrics"  # its adapter then says what is wrong with the file
+        scrapes[moment] = adapters.parse(content, tool=tool, source=source)
+    return results.server_facts(scrapes["before"], scrapes["after"])
+
+
+def replay_decided(
+    result: Mapping[str, Any], measurements: Sequence[Mapping[str, Any]], recorded: Mapping
+) -> Mapping[str, Any]:
+    """The engine's result with the replays' fidelity as the server adds it (a missed bar:
+    invalid), from the recomputed cells and the hit-rate bands the decision recorded (the
+    planner's, from the engagement's KV plan and the trace's characterisation, which the
+    bundle does not hold: used as recorded, and they only ever add a note)."""
+    bands = recorded_hit_bands((recorded or {}).get("replay_fidelity") or {})
+    fidelity = replay_fidelity_summary(measurements, bands)
+    return result if fidelity is None else with_replay_fidelity(result, fidelity)

@@ -20,52 +20,29 @@ from pathlib import Path
 from typing import Any
 
 from documents.step import Step
-from runners.adapters.replay_records import parse_replay_records, summarize
+from runners.adapters.replay_records import parse_replay_records
 from runners.adapters.vllm_trace_records import parse_vllm_trace_records, records_lines
 from runners.artifact import Artifact
 from runners.commands import placeholders_in
 from runners.errors import SpecError
 from runners.results import Cell
 from runners.stepcontext import StepContext, StepProgress
-from runners.traces.fidelity import (
-    MAX_ARRIVAL_ERROR_P99_MS,
-    PlannedRequest,
-    RequestRecord,
-    check_fidelity,
-)
-from runners.traces.readers.formats import FORMATS, read_trace_bytes, trace_block_tokens
+from runners.traces.fidelity import PlannedRequest
+from runners.traces.readers.formats import read_trace_bytes
 from runners.traces.records import TraceRecord
 from runners.traces.replay import ReplaySettings, replay_requests
+from runners.traces.replay_cell import (
+    plan_file,
+    replay_cell_metrics,
+    replay_name,
+    replay_seed,
+    replay_settings,
+)
 from runners.traces.vllm_replay import chunk_tokens, timed_trace_replay
-
-# Seconds the caches fill before requests count, when the spec's trace names none.
-DEFAULT_WARMUP_S = 0.0
 
 
 def is_trace(workload: dict[str, Any] | None) -> bool:
     return bool(workload and workload.get("trace"))
-
-
-def replay_name(workload: dict[str, Any], tier: int) -> str:
-    """The replay's file stem: the trace's digest, its settings' seed and the tier; plain
-    letters and digits, so the host path needs no quoting beyond the template's own."""
-    return f"replay-{workload['trace']['sha256'][:16]}-s{replay_seed(workload, tier)}-c{tier}"
-
-
-def replay_seed(workload: dict[str, Any], tier: int) -> int:
-    return int(workload["seed"]) + tier
-
-
-def replay_settings(workload: dict[str, Any], tier: int) -> ReplaySettings:
-    trace = workload["trace"]
-    return ReplaySettings(
-        seed=replay_seed(workload, tier),
-        block_tokens=trace_block_tokens(trace["format"], trace.get("block_tokens")),
-        chained_ids=FORMATS[trace["format"]].chained_ids,
-        time_scale=float(trace.get("time_scale", 1.0)),
-        sample_fraction=float(trace.get("sample_fraction", 1.0)),
-        warmup_s=float(trace.get("warmup_s", DEFAULT_WARMUP_S)),
-    )
 
 
 def replay_step(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepProgress:
@@ -79,7 +56,7 @@ def replay_step(step: Step, detail: dict[str, Any], ctx: StepContext) -> StepPro
         name = replay_name(workload, tier)
         summary, plan = _build(ctx, workload, tier, name)
         built[name] = summary
-        artifacts.append(Artifact(f"replay/{name}.plan.json", "replay-plan", plan))
+        artifacts.append(Artifact(plan_file(workload, tier), "replay-plan", plan))
         log += (
             f"{name}: {summary['requests']} requests ({summary['measured']} measured), "
             f"{summary['prompt_tokens']} prompt tokens, digest {summary['digest'][:16]}\n"
@@ -180,18 +157,9 @@ def replay_cell(
     document = json.loads(_fetch_plan(ctx, step, f"{cell.label}-plan.json"))
     planned = [PlannedRequest.from_row(row) for row in document["requests"]]
     raw, kept = _records(ctx, step, run_dir, cell, planned)
-    rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
-    metrics = summarize([_row(row) for row in rows], max_concurrency=step["tier"])
-    hit = (server or {}).get("prefix_cache_hit_rate")
-    fidelity = check_fidelity(
-        planned,
-        [RequestRecord.from_dict(row) for row in rows],
-        achieved_hit_rate=hit if isinstance(hit, int | float) else None,
-        max_arrival_error_p99_ms=float(
-            step["workload"]["trace"].get("max_arrival_error_p99_ms", MAX_ARRIVAL_ERROR_P99_MS)
-        ),
+    metrics = replay_cell_metrics(
+        document, raw, workload=step["workload"], tier=step["tier"], server=server
     )
-    metrics["replay"] = {"digest": document["digest"], "fidelity": fidelity.to_dict()}
     artifact = Artifact(f"{cell.label}/records.jsonl", "replay-records", raw)
     measurement = {
         "arm": cell.arm,
@@ -223,18 +191,3 @@ def _records(
     for record in records:
         record["measured"] = measured.get(record["index"], True)
     return records_lines(records), [Artifact(f"{cell.label}/result.json", "vllm-bench", result)]
-
-
-def _row(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "index": row["index"],
-        "sent_s": float(row["sent_s"]),
-        "send_at_s": row.get("send_at_s"),
-        "ok": row.get("ok") is True,
-        "measured": row.get("measured", True) is not False,
-        "prompt_tokens": row.get("prompt_tokens"),
-        "output_tokens": row.get("output_tokens"),
-        "ttft_ms": row.get("ttft_ms"),
-        "e2el_ms": row.get("e2el_ms"),
-        "itl_ms": row.get("itl_ms") or [],
-    }

@@ -60,6 +60,15 @@ def _replay_steps(cells: list[tuple[dict[str, Any], int]]) -> list[Step]:
     return [{"name": "build and upload the trace replay", "kind": "replay", "replays": replays}]
 
 
+def cell_workload(spec: dict[str, Any], arm: str) -> dict[str, Any] | None:
+    """The workload a measurement cell of this spec sent: G2's hit cell its `offload_hit` one,
+    its A/A cells the `noise_floor` one; G3's cells (and G4's load) the spec's own."""
+    if spec.get("gate") == "G2":
+        part = spec.get("offload_hit" if arm == HIT_ARM else "noise_floor") or {}
+        return part.get("workload")
+    return spec.get("workload")
+
+
 def plan_g1(probe_names: list[str]) -> list[Step]:
     probes: list[Step] = [
         {"name": f"probe {name}", "kind": "probe", "probe": name} for name in probe_names

@@ -223,13 +223,44 @@ def replay_fidelity_summary(
     if not cells:
         return None
     digests = {cell["digest"] for cell in cells}
-    return {
+    summary = {
         "cells": cells,
         "reasons": reasons,
         "notes": notes,
         "digests": sorted(digests),
         "hit_band_missing": sorted(missing),
     }
+    if hit_bands is not None:
+        # The bands as used, [tier, [low, high] or why none] (JSON keys would be strings): the
+        # offline verifier recomputes the cells against these, since it has no KV plan.
+        summary["hit_bands"] = [
+            [tier, list(band) if not isinstance(band, str) else band]
+            for tier, band in sorted(hit_bands.items())
+        ]
+    return summary
+
+
+def recorded_hit_bands(summary: Mapping[str, Any]) -> dict[int, tuple[float, float] | str] | None:
+    """The `hit_bands` a summary recorded, back as replay_fidelity_summary takes them."""
+    rows = summary.get("hit_bands")
+    if rows is None:
+        return None
+    return {
+        int(tier): band if isinstance(band, str) else (float(band[0]), float(band[1]))
+        for tier, band in rows
+    }
+
+
+def with_replay_fidelity(result: Mapping[str, Any], fidelity: Mapping[str, Any]) -> dict[str, Any]:
+    """The replays' fidelity beside the engine's result: a cell that missed a bar (late
+    arrivals, other token counts, requests not sent) makes the run invalid with each reason
+    named, since it did not send the customer's trace; a hit rate outside its band is a note."""
+    decided = {**result, "replay_fidelity": dict(fidelity)}
+    decided["notes"] = [*result.get("notes", []), *fidelity["notes"]]
+    if fidelity["reasons"]:
+        decided["verdict"] = "invalid"
+        decided["reasons"] = [*fidelity["reasons"], *result.get("reasons", [])]
+    return decided
 
 
 def _against_band(

@@ -16,7 +16,7 @@ from gates.selectors import run_measurement_records, spec_operating_characterist
 from gates.services.runs.attempts import g3_decision_context
 from gates.services.runs.carrying import run_carried_records
 from gates.services.runs.lifecycle import GateNotRunnableError, decision_record
-from runners.traces.fidelity import replay_fidelity_summary
+from runners.traces.fidelity import replay_fidelity_summary, with_replay_fidelity
 
 
 @dataclass
@@ -38,7 +38,7 @@ def run_evaluate(run: Run) -> Evaluation:
     result = decide_gate(spec, gather(run), run_decision_context(run))
     fidelity = run_replay_fidelity(run)
     if fidelity is not None:
-        result = _with_replay_fidelity(result, fidelity)
+        result = with_replay_fidelity(result, fidelity)
     plan = result.get("plan", {})
     # A replay that missed its bars decides the run now: more repetitions would not mend it.
     missed = fidelity is not None and bool(fidelity["reasons"])
@@ -53,18 +53,6 @@ def run_evaluate(run: Run) -> Evaluation:
         }
     decision = decision_record(run_id=run.pk, result=result)
     return Evaluation(decided=True, verdict=decision.verdict if decision else None)
-
-
-def _with_replay_fidelity(result: dict, fidelity: dict) -> dict:
-    """The replays' fidelity beside the engine's result: a cell that missed a bar (late
-    arrivals, other token counts, requests not sent) makes the run invalid with each reason
-    named, since it did not send the customer's trace; a hit rate outside its band is a note."""
-    result = {**result, "replay_fidelity": fidelity}
-    result["notes"] = [*result.get("notes", []), *fidelity["notes"]]
-    if fidelity["reasons"]:
-        result["verdict"] = "invalid"
-        result["reasons"] = [*fidelity["reasons"], *result.get("reasons", [])]
-    return result
 
 
 def run_replay_fidelity(run: Run) -> dict | None:

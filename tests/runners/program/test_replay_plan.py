@@ -10,7 +10,11 @@ from gates.specs import validation as specs
 from runners import adapters
 from runners.program.replay import replay_name, replay_settings
 from runners.program.sequence import plan_run
-from runners.traces.fidelity import replay_fidelity_summary
+from runners.traces.fidelity import (
+    recorded_hit_bands,
+    replay_fidelity_summary,
+    with_replay_fidelity,
+)
 
 TRACE = {"sha256": "ab" * 32, "format": "mooncake", "block_tokens": 512, "time_scale": 0.5}
 
@@ -114,13 +118,24 @@ def test_a_missed_bar_is_a_reason_and_a_model_error_a_note():
 
 
 def test_a_missed_bar_makes_the_decision_invalid_and_a_model_error_stays_a_note():
-    from gates.services.runs.evaluation import _with_replay_fidelity
-
     engine = {"verdict": "pass", "reasons": ["all 1 clause cells passed"], "notes": []}
     missed = {"cells": [], "reasons": ["replay baseline c=8 r1: late"], "notes": ["model"]}
-    result = _with_replay_fidelity(engine, missed)
+    result = with_replay_fidelity(engine, missed)
     assert result["verdict"] == "invalid"
     assert result["reasons"] == ["replay baseline c=8 r1: late", "all 1 clause cells passed"]
     assert result["notes"] == ["model"] and result["replay_fidelity"] == missed
-    noted = _with_replay_fidelity(engine, {**missed, "reasons": []})
+    noted = with_replay_fidelity(engine, {**missed, "reasons": []})
     assert noted["verdict"] == "pass" and noted["notes"] == ["model"]
+
+
+def test_the_bands_a_summary_used_are_kept_and_read_back_as_given():
+    fidelity = {"valid": True, "reasons": [], "hit_rate": {"achieved": 0.5}}
+    cell = {"arm": "offload", "tier": 8, "repetition": 1}
+    measurements = [{**cell, "metrics": {"replay": {"digest": "d", "fidelity": fidelity}}}]
+    bands = {8: (0.4, 0.6), 16: "no KV plan"}
+    summary = replay_fidelity_summary(measurements, bands)
+    assert summary is not None
+    stored = json.loads(json.dumps(summary))  # as the decision keeps it
+    assert stored["hit_bands"] == [[8, [0.4, 0.6]], [16, "no KV plan"]]
+    assert recorded_hit_bands(stored) == bands
+    assert replay_fidelity_summary(measurements, recorded_hit_bands(stored)) == summary

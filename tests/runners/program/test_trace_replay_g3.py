@@ -12,6 +12,8 @@ import pytest
 from django.urls import reverse
 
 from gates import services
+from gates.evidence import bundle_for_decision
+from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Measurement
 from gates.tenancy import viewer_for_user
 from tests.runners.program.test_gate_programs import drive, pass_gate, start, tasks_run_here
@@ -112,6 +114,9 @@ def test_g3_replays_the_customers_trace_on_every_arm_and_checks_its_fidelity(
     hits = {m.arm: m.server["prefix_cache_hit_rate"] for m in measurements if m.repetition == 1}
     assert not hits["recompute"] and hits["offload"] > 0  # recompute caches nothing: no rate
     assert Artifact.objects.filter(run=run, tool="replay-plan").count() == 1
+    # Its evidence bundle verifies offline, every replayed cell's fidelity recomputed.
+    report = verify_bundle(bundle_for_decision(decision)[0])
+    assert report.ok, report.problems
     # The run page shows each cell's fidelity.
     client.force_login(actor.user)
     html = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
