@@ -7,6 +7,7 @@ Pure (adapters only): the one reading of results, for the gate programs and uplo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -103,6 +104,42 @@ def with_side_services(
     `hit_proof`: the side service whose lookup hit rate proves the offload tier's hits when
     the profile names one that ran, else "engine" (the engine's external hit rate)."""
     return {**server, "side_services": facts, "hit_proof": proof if proof in facts else "engine"}
+
+
+def kept_side_services(
+    server: dict[str, Any], recorded: dict[str, Any] | None, files: Mapping[str, bytes], label: str
+) -> dict[str, Any]:
+    """A kept cell's server facts (`server`, from the engine's scrapes) with its side services'
+    read again from their kept scrapes (`<label>/<service>-metrics-before.txt` and `-after`,
+    each adapter told by the page itself): what the offline verifier compares with the
+    `recorded` facts. The hit proof named is the recorded one; it holds only when that
+    service's kept pages were read. Unchanged when the cell kept no side service's pages and
+    recorded none."""
+    prefix = f"{label}/"
+    names = sorted(
+        name[len(prefix) : -len(SIDE_BEFORE)]
+        for name in files
+        if name.startswith(prefix) and name.endswith(SIDE_BEFORE) and "/" not in name[len(prefix) :]
+    )
+    said = (recorded or {}).get("side_services")
+    if not names and not isinstance(said, dict):
+        return server
+    facts = {}
+    for name in names:
+        pages = {}
+        for moment in ("before", "after"):
+            source = f"{label}/{name}-metrics-{moment}.txt"
+            if source not in files:
+                break
+            tool = adapters.detect(files[source], source=source)
+            pages[moment] = adapters.parse(files[source], tool=tool, source=source)
+        else:
+            facts[name] = service_facts(tool, pages["before"], pages["after"])
+    proof = (recorded or {}).get("hit_proof")
+    return with_side_services(server, facts, proof if isinstance(proof, str) else None)
+
+
+SIDE_BEFORE = "-metrics-before.txt"
 
 
 def bench_proof(

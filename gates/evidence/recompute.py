@@ -171,7 +171,8 @@ def bench_measurement(recorded: dict, name: str, files: dict[str, bytes]) -> dic
     )
     measured = proof.measurement
     assert measured is not None  # a bench result file always gives its cell's measurement
-    return {"metrics": measured["metrics"], "server": measured["server"]}
+    server = results.kept_side_services(measured["server"], recorded.get("server"), files, label)
+    return {"metrics": measured["metrics"], "server": server}
 
 
 def fact_sources(detail: dict) -> list[str]:
@@ -329,6 +330,8 @@ def replay_measurement(
     plan = json.loads(files[plan_name])
     _check_vllm_records(files, label, name, plan)
     server = _scraped_server(files, label)
+    if server is not None:  # as the run read it: the side services' facts, then the records
+        server = results.kept_side_services(server, recorded.get("server"), files, label)
     metrics = replay_cell_metrics(plan, files[name], workload=workload, tier=tier, server=server)
     return {"metrics": metrics, "server": server}
 

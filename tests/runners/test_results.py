@@ -165,6 +165,31 @@ def test_the_hit_proof_is_the_named_service_only_when_its_facts_were_read():
     assert results.with_side_services(server, facts, None)["hit_proof"] == "engine"
 
 
+def test_the_verifier_reads_a_cells_side_services_again_from_its_kept_pages():
+    server = {"external_hit_rate": 0.5}
+    files = {
+        "offload-c2-r1/metrics-before.txt": b"engine page",
+        "offload-c2-r1/lmcache-metrics-before.txt": LMCACHE_BEFORE,
+        "offload-c2-r1/lmcache-metrics-after.txt": LMCACHE_AFTER,
+        "offload-c2-r2/lmcache-metrics-before.txt": LMCACHE_AFTER,  # another cell's
+    }
+    recorded = {**server, "side_services": {"lmcache": {}}, "hit_proof": "lmcache"}
+    again = results.kept_side_services(server, recorded, files, "offload-c2-r1")
+    assert again["hit_proof"] == "lmcache"
+    assert again["side_services"]["lmcache"]["lookup_hit_rate"] == 0.4
+    # A proof claimed without its pages is not the recomputed proof; pages recorded as none are
+    # named; a cell that kept none and recorded none stays as the engine's scrapes give it.
+    del files["offload-c2-r1/lmcache-metrics-after.txt"]
+    assert results.kept_side_services(server, recorded, files, "offload-c2-r1") == {
+        **server,
+        "side_services": {},
+        "hit_proof": "engine",
+    }
+    # Pages kept for a cell that recorded no side service: the recomputed facts differ.
+    assert results.kept_side_services(server, None, files, "offload-c2-r2") != server
+    assert results.kept_side_services(server, {}, files, "baseline-c2-r1") == server
+
+
 def partial_scrape(service: str):
     def scrape(content: bytes, *, moment: str):
         return results.service_scrape(

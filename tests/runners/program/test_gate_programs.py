@@ -6,10 +6,15 @@ each test's specs are sized so a run takes seconds.
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import pytest
 
 from gates import services
 from gates.demo.world import SHORT_CHAT
+from gates.evidence import bundle_for_decision
+from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Gate, Host, Measurement, Run
 from gates.services import pokes
 from runners.program.driver import stop_all
@@ -297,3 +302,8 @@ def test_with_lmcache_the_offload_cells_carry_lmcaches_counters_as_their_hit_pro
     decision = run.gate.decisions.first()
     hit_checks = [c for c in decision.result["validity"] if c["check"] == "external_hit_rate"]
     assert hit_checks and all("lmcache lookup hit rate" in c["reason"] for c in hit_checks)
+    # The offline verifier reads LMCache's kept pages again: its counters, its hit proof.
+    report = verify_bundle(bundle_for_decision(decision)[0])
+    assert report.ok, report.problems
+    names = zipfile.ZipFile(io.BytesIO(bundle_for_decision(decision)[0])).namelist()
+    assert any(name.endswith("offload-c16-r1/lmcache-metrics-after.txt") for name in names)
