@@ -219,6 +219,42 @@ def replay_hit_bands(
     return bands
 
 
+def replay_external_band(
+    profile: Mapping[str, Any] | None,
+    kv_plan: Mapping[str, Any] | None,
+    trace: Mapping[str, Any],
+    *,
+    concurrency: int,
+    offload_gib: float | None,
+) -> tuple[float, float] | str:
+    """The band a replay's external (offload tier: DRAM + SSD) hit rate should fall in at this
+    concurrency tier, with the saved plan replanned there and `offload_gib` of DRAM; or why
+    there is none.
+
+    The engine counts external hits over what it asks the tier for, the tokens its own GPU
+    cache missed (vLLM's scheduler and simhost: queries = prompt - local hits), so each end is
+    the offload share over the GPU's miss share at the same GPU cache size: the smallest GPU
+    cache (most offload share) pairs with the lowest GPU share."""
+    reason = _no_hit_band(profile, kv_plan, trace)
+    if reason is None and not offload_gib:
+        reason = "the spec does not state the offload tier's size (server.offload_gib)"
+    if reason is not None:
+        return reason
+    assert profile is not None and kv_plan is not None  # else _no_hit_band said why
+    try:
+        result = plan(request_from_dict({**kv_plan, "concurrency": concurrency}))
+        sizes = sizes_from_plan(result.to_dict(), {"dram_gib": offload_gib})
+        prediction = predict_tiers(profile, sizes)
+    except PlannerError as error:
+        return f"the saved KV plan does not plan c={concurrency}: {error}"
+    gpu, (offload_low, offload_high) = prediction.tiers[0], prediction.offload_share
+    ends = ((gpu.low, offload_high), (gpu.high, offload_low))
+    if any(gpu_share >= 1.0 for gpu_share, _ in ends):
+        return "the GPU cache holds all the trace reuses: nothing is asked of the offload tier"
+    rates = sorted(offload / (1.0 - gpu_share) for gpu_share, offload in ends)
+    return (rates[0], rates[1])
+
+
 def _no_hit_band(
     profile: Mapping[str, Any] | None, kv_plan: Mapping[str, Any] | None, trace: Mapping[str, Any]
 ) -> str | None:
@@ -229,9 +265,10 @@ def _no_hit_band(
     if not kv_plan:
         return "the engagement has no saved KV plan (planner page), so the GPU cache is unknown"
     fraction = float(trace.get("sample_fraction", 1.0))
-    if fraction < 1.0:
+    if fraction < 1.0 and profile.get("sample_fraction") != fraction:
         # Sampling keeps whole sessions but fewer of them: less pressure on the same cache,
-        # a curve the characterisation of the whole trace does not have.
+        # a curve the characterisation of the whole trace does not have (the replay step
+        # characterises the kept sample: runners.traces.replay_cell.sample_hit_profile).
         return (
             f"the replay sends {figures.share(fraction)} of the trace's sessions; the "
             "characterisation's hit curve is the whole trace's"

@@ -37,6 +37,7 @@ from runners.traces.replay_cell import (
     replay_name,
     replay_seed,
     replay_settings,
+    sample_hit_profile,
 )
 from runners.traces.vllm_replay import chunk_tokens, timed_trace_replay
 
@@ -92,6 +93,13 @@ def _build(
         "measured": sum(1 for row in planned if row[4]),
         "prompt_tokens": sum(row[2] for row in planned),
     }
+    # A down-sample presses the cache less than the whole trace: its own curve is what the
+    # planner's hit band reads (gates.services.runs.evaluation), from a second streaming pass.
+    sample = sample_hit_profile(
+        read_trace_bytes(content, trace["format"], trace.get("block_tokens")), workload, tier
+    )
+    if sample is not None:
+        summary["sample_profile"] = sample
     return summary, plan
 
 

@@ -7,10 +7,11 @@ evidence verifier (gates/evidence/replay_recompute.py), so both compute the same
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runners.adapters.replay_records import summarize
+from runners.traces.characterize import characterize
 from runners.traces.fidelity import (
     MAX_ARRIVAL_ERROR_P99_MS,
     PlannedRequest,
@@ -18,7 +19,8 @@ from runners.traces.fidelity import (
     check_fidelity,
 )
 from runners.traces.readers.formats import FORMATS, trace_block_tokens
-from runners.traces.replay import ReplaySettings
+from runners.traces.records import TraceRecord
+from runners.traces.replay import ReplaySettings, kept_requests
 
 # Seconds the caches fill before requests count, when the spec's trace names none.
 DEFAULT_WARMUP_S = 0.0
@@ -50,6 +52,28 @@ def replay_settings(workload: Mapping[str, Any], tier: int) -> ReplaySettings:
         sample_fraction=float(trace.get("sample_fraction", 1.0)),
         warmup_s=float(trace.get("warmup_s", DEFAULT_WARMUP_S)),
     )
+
+
+def sample_hit_profile(
+    records: Iterable[TraceRecord], workload: Mapping[str, Any], tier: int
+) -> dict[str, Any] | None:
+    """The hit curve of the requests a down-sampled replay keeps, every one counted (the
+    server's counters span the warm-up too), marked with the fraction it characterises; None
+    when the replay sends the whole trace (its stored characterisation is the curve)."""
+    settings = replay_settings(workload, tier)
+    if settings.sample_fraction >= 1.0:
+        return None
+    kept = (request.record for request in kept_requests(records, settings))
+    profile = characterize(
+        kept, block_tokens=settings.block_tokens, chained_ids=settings.chained_ids
+    )
+    return {
+        "sample_fraction": settings.sample_fraction,
+        "requests": profile.requests,
+        "prefix_information": profile.prefix_information,
+        "infinite_cache_hit_ratio": profile.infinite_cache_hit_ratio,
+        "hit_ratio_curve": profile.hit_ratio_curve,
+    }
 
 
 def arrival_bar_ms(workload: Mapping[str, Any]) -> float:

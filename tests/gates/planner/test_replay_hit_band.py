@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from gates import services
 from gates.models import Measurement, WorkloadTrace
-from gates.planner.trace_tiers import replay_hit_bands
+from gates.planner.trace_tiers import replay_external_band, replay_hit_bands
 from gates.services.runs.evaluation import run_replay_fidelity
 from gates.tenancy import viewer_for_user
 from runners.traces.fidelity import check_fidelity
@@ -54,6 +54,38 @@ def test_the_band_is_the_gpu_share_with_the_tiers_requests_in_flight():
 def test_without_a_band_each_tier_says_why(profile, kv_plan, trace, reason):
     bands = replay_hit_bands(profile, kv_plan, trace, [1])
     assert isinstance(bands[1], str) and reason in bands[1], bands
+
+
+def test_the_external_band_is_the_offload_share_over_what_the_gpu_missed_at_each_end():
+    # 25 GiB of DRAM holds 81,920 tokens at 327,680 bytes each: F = 70 %. At c=1 the GPU holds
+    # 33,233 (F 50 %: the tier adds 20 of the 50 % missed) to 41,233 tokens (F 60 %: 10 of 40).
+    band = replay_external_band(PROFILE, KV_PLAN, TRACE, concurrency=1, offload_gib=25)
+    assert band == pytest.approx((0.25, 0.4))
+    # At c=4 the smallest GPU cache (9,233 tokens, F 30 %) leaves 40 of 70 % to the tier.
+    band = replay_external_band(PROFILE, KV_PLAN, TRACE, concurrency=4, offload_gib=25)
+    assert band == pytest.approx((0.25, 0.4 / 0.7))
+
+
+@pytest.mark.parametrize(
+    ("profile", "trace", "offload_gib", "reason"),
+    [
+        (PROFILE, TRACE, None, "does not state the offload tier's size"),
+        (PROFILE, {**TRACE, "sample_fraction": 0.5}, 25, "sends 50 % of the trace"),
+        ({**PROFILE, "sample_fraction": 0.25}, {**TRACE, "sample_fraction": 0.5}, 25, "50 %"),
+        ({**PROFILE, "hit_ratio_curve": [[1000, 1.0]]}, TRACE, 25, "nothing is asked of"),
+    ],
+)
+def test_without_an_external_band_it_says_why(profile, trace, offload_gib, reason):
+    band = replay_external_band(profile, KV_PLAN, trace, concurrency=1, offload_gib=offload_gib)
+    assert isinstance(band, str) and reason in band, band
+
+
+def test_a_sample_gets_the_band_of_its_own_characterisation():
+    sampled = {**TRACE, "sample_fraction": 0.5}
+    own = {**PROFILE, "sample_fraction": 0.5}
+    band = replay_external_band(own, KV_PLAN, sampled, concurrency=1, offload_gib=25)
+    assert band == pytest.approx((0.25, 0.4))
+    assert replay_hit_bands(own, KV_PLAN, sampled, [1]) == {1: (0.5, 0.6)}
 
 
 @pytest.fixture

@@ -7,9 +7,19 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pytest
+
+from runners.traces.characterize import characterize
 from runners.traces.readers.formats import read_trace_file
 from runners.traces.records import TraceRecord
-from runners.traces.replay import ReplaySettings, replay_digest, replay_file_lines, replay_requests
+from runners.traces.replay import (
+    ReplaySettings,
+    kept_requests,
+    replay_digest,
+    replay_file_lines,
+    replay_requests,
+)
+from runners.traces.replay_cell import replay_settings, sample_hit_profile
 
 MOONCAKE = Path(__file__).resolve().parents[2] / "fixtures/traces/mooncake-synthetic_trace.jsonl"
 SETTINGS = ReplaySettings(seed=7, block_tokens=4)
@@ -93,3 +103,31 @@ def test_a_prompt_is_never_longer_than_the_trace_says_when_it_lists_spare_blocks
     spare = [record(0.0, (1, 2, 3), 5)]
     (request,) = replay_requests(spare, SETTINGS)
     assert len(request.prompt_token_ids) == 5
+
+
+def test_a_sample_is_characterised_on_its_own_and_presses_the_cache_less_than_the_whole():
+    # 20 sessions of 4 blocks each, three turns in round robin: 80 blocks in play at once.
+    turns = [
+        record(turn * 20 + s, tuple(range(100 * s, 100 * s + 4)), 16)
+        for turn in range(3)
+        for s in range(20)
+    ]
+    trace = {"sha256": "a" * 64, "format": "mooncake", "block_tokens": 4}
+    whole = sample_hit_profile(turns, {"seed": 1, "trace": trace}, 8)
+    assert whole is None  # the stored characterisation is the whole trace's curve
+    sampled = {"seed": 1, "trace": {**trace, "sample_fraction": 0.25}}
+    sample = sample_hit_profile(turns, sampled, 8)
+    kept = len(list(kept_requests(turns, replay_settings(sampled, 8))))
+    assert sample is not None and sample["sample_fraction"] == 0.25
+    assert sample["requests"] == kept and 0 < kept < len(turns) and kept % 3 == 0
+    # Whole sessions are kept, so every later turn still hits with room for them all...
+    assert sample["infinite_cache_hit_ratio"] == pytest.approx(2 / 3)
+    # ...while 30 blocks of cache hold the sample's sessions but not the whole trace's.
+    capacity = 30 * 4
+    profile = characterize(turns, block_tokens=4)
+    assert hit_at(profile.hit_ratio_curve, capacity) == 0.0
+    assert hit_at(sample["hit_ratio_curve"], capacity) == pytest.approx(2 / 3)
+
+
+def hit_at(curve: list[list[float]], capacity: int) -> float:
+    return max((ratio for c, ratio in curve if c <= capacity), default=0.0)
