@@ -95,6 +95,9 @@ class AAPair(TypedDict):
     log_ratio: float
 
 
+BandPosition = Literal["within", "below", "above"]
+
+
 class G2Numbers(TypedDict, total=False):
     """What a G2 check shows beside its verdict; each check has its own few."""
 
@@ -117,6 +120,14 @@ class G2Numbers(TypedDict, total=False):
     low_ratio: float
     high_ratio: float
     noise_pct: float
+    # replay_band: the planner's band for a replayed hit cell; advisory, never the verdict.
+    advisory: bool
+    band_tier: int
+    band_low: float
+    band_high: float
+    position: BandPosition
+    expected: str
+    observed: str
 
 
 class G2Check(G2Numbers):
@@ -125,10 +136,24 @@ class G2Check(G2Numbers):
     cause: str
 
 
+class BandContext(TypedDict):
+    """The planner's band for a replayed G2 hit cell's external hit rate, as the decision
+    context carries it (band: [low, high]) or why there is none (missing)."""
+
+    tier: int
+    band: NotRequired[list[float]]
+    missing: NotRequired[str]
+
+
+class G2Context(TypedDict):
+    replay_external_band: BandContext
+
+
 class G2Inputs(TypedDict):
     limits: G2Limits
     prompt_count: int
     observed: G2Observed
+    context: NotRequired[G2Context]  # only when the hit cell replayed a trace
 
 
 # The decisions --------------------------------------------------------------------------------
@@ -152,6 +177,7 @@ class G2Decision(TypedDict):
     clauses: list[G2Check]
     validity: list[ValidityCheck]  # always empty: an invalid A/A pair is its check's verdict
     inputs: G2Inputs
+    notes: NotRequired[list[str]]  # a replayed hit cell outside the planner's band
 
 
 class G3Decision(TypedDict):

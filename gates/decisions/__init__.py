@@ -76,7 +76,7 @@ def decide_gate(spec: Spec, evidence: Any, context: Any = None) -> Decision:
     if spec["gate"] == "G1":
         return decide_g1(spec, evidence)
     if spec["gate"] == "G2":
-        return decide_g2(spec, evidence)
+        return decide_g2(spec, evidence, context)
     if spec["gate"] == "G3":
         return decide_g3(spec, evidence, context)
     return decide_g4(spec, evidence, context)

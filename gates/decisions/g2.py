@@ -1,6 +1,7 @@
 """G2 functional integration: server health, greedy-output equivalence, offload hit rate and the
-A/A noise floor. Pure: a typed spec and plain observations in, a typed decision out; imports no
-Django and does no I/O.
+A/A noise floor; with a replayed trace, its external hit rate against the planner's band (a
+warning, never the verdict). Pure: a typed spec, plain observations and the band in, a typed
+decision out; imports no Django and does no I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import numpy as np
 from documents.cell import RowVerdict
 from documents.decision import (
     AAPair,
+    BandContext,
+    BandPosition,
     EquivalenceObserved,
     G2Check,
     G2Decision,
@@ -36,14 +39,18 @@ CHECK_NUMBERS: dict[str, tuple[str, str]] = {
     "equivalence": ("mismatch_pct", "max_mismatch_pct"),
     "offload_hit": ("external_hit_rate", "min_external_hit_rate"),
     "noise_floor": ("noise_pct", "max_noise_pct"),
+    "replay_band": ("external_hit_rate", "band_low"),
 }
 
 
-def decide_g2(spec: G2Spec, observed: Any) -> G2Decision:
+def decide_g2(spec: G2Spec, observed: Any, context: Any = None) -> G2Decision:
     """The G2 verdict: invalid if an A/A run broke validity, fail if any check fails,
-    pass if all pass, inconclusive otherwise (something was not observed)."""
+    pass if all pass, inconclusive otherwise (something was not observed). A replayed hit
+    cell's band (context `replay_external_band`) adds a row that never decides the verdict:
+    below the band it is a warning in the notes and the reasons."""
     limits, prompts = _limits(spec), len(spec["equivalence"]["prompts"])
     seen = _parse_observed(observed)
+    band = _parse_band(context)
     rows = [
         _health_row(limits["timeout_s"], seen["health"]),
         _equivalence_row(prompts, limits["max_mismatch_pct"], seen["equivalence"]),
@@ -52,7 +59,7 @@ def decide_g2(spec: G2Spec, observed: Any) -> G2Decision:
     ]
     verdict = _combine([row["verdict"] for row in rows])
     reasons = [f"{row['check']}: {row['cause']}" for row in rows if row["verdict"] == verdict]
-    return {
+    decision: G2Decision = {
         "gate": "G2",
         "spec_version": spec.get("version"),
         "verdict": verdict,
@@ -61,6 +68,14 @@ def decide_g2(spec: G2Spec, observed: Any) -> G2Decision:
         "validity": [],
         "inputs": {"limits": limits, "prompt_count": prompts, "observed": seen},
     }
+    if band is not None:  # only then: decisions without a replayed band stay as they were
+        row = band_row(band, seen["external_hit_rate"])
+        rows.append(row)
+        warning = f"{row['check']}: {row['cause']}"
+        decision["notes"] = [warning] if row.get("position") in ("below", "above") else []
+        reasons += [warning] if row.get("position") == "below" else []
+        decision["inputs"]["context"] = {"replay_external_band": band}
+    return decision
 
 
 def _combine(verdicts: list[RowVerdict]) -> RowVerdict:
@@ -159,6 +174,55 @@ def _hit_row(floor: float, rate: float | None) -> G2Check:
         min_external_hit_rate=floor,
         external_hit_rate=rate,
     )
+
+
+def band_row(band: BandContext, rate: float | None) -> G2Check:
+    """Where the hit cell's external hit rate (hits over what the GPU cache missed) falls
+    against the planner's band. Advisory, never in the gate's verdict (the band is a model's
+    prediction, not a signed bar): within or above is `pass`, below or untold `inconclusive`."""
+    tier = band["tier"]
+    if "missing" in band:
+        cause = f"no band from the planner at c={tier}: {band['missing']}"
+        return _row("replay_band", "inconclusive", cause, advisory=True, band_tier=tier)
+    low, high = band["band"]
+    numbers: G2Numbers = {"advisory": True, "band_tier": tier, "band_low": low, "band_high": high}
+    numbers["expected"], numbers["external_hit_rate"] = f"{low:.1%} to {high:.1%}", rate
+    if rate is None:
+        return _row("replay_band", "inconclusive", "external hit rate was not observed", **numbers)
+    position: BandPosition = "below" if rate < low else "above" if rate > high else "within"
+    numbers["position"], numbers["observed"] = position, f"{rate:.1%} ({position})"
+    cause = (
+        f"external hit rate {rate:.1%} (offload-tier hits over the tokens the GPU cache missed) "
+        f"is {position} the planner's band {low:.1%} to {high:.1%} at c={tier}"
+    ) + BAND_WORDS[position]
+    return _row("replay_band", "inconclusive" if position == "below" else "pass", cause, **numbers)
+
+
+BAND_WORDS: dict[str, str] = {
+    "within": "",
+    "below": ": a warning to both parties before G3, not a G2 failure (the band is the planner's "
+    "prediction from the trace and the KV plan, not an agreed bar)",
+    "above": ": a model error in the tier's favour (eviction policy, block size, replicas)",
+}
+
+
+def _parse_band(context: Any) -> BandContext | None:
+    """The context's `replay_external_band`: {tier, band: [low, high]} or {tier, missing}."""
+    band = context.get("replay_external_band") if isinstance(context, dict) else None
+    if band is None:
+        return None
+    field = "context.replay_external_band"
+    tier = band.get("tier") if isinstance(band, dict) else None
+    if not isinstance(tier, int) or isinstance(tier, bool):
+        raise EvidenceError(f"{field}.tier", "must be the hit cell's concurrency tier")
+    if isinstance(band.get("missing"), str):
+        return {"tier": tier, "missing": band["missing"]}
+    ends = band.get("band")
+    ok = isinstance(ends, list) and len(ends) == 2 and all(map(is_number, ends))
+    low, high = (finite_float(end) for end in ends) if ok else (None, None)
+    if low is None or high is None or not 0 <= low <= high <= 1:
+        raise EvidenceError(f"{field}.band", "must be [low, high], 0 <= low <= high <= 1")
+    return {"tier": tier, "band": [low, high]}
 
 
 def _noise_row(limits: G2Limits, pairs: list[dict[str, Any]] | None) -> G2Check:

@@ -114,6 +114,14 @@ RESULTS = [
     (decide_g2(g2_spec(), observed()), documents.G2Decision),
     (decide_g2(g2_spec(), observed(aa_pairs=aa_pairs([1.3, 0.7]))), documents.G2Decision),
     (decide_g2(g2_spec(confidence=0.95), {}), documents.G2Decision),
+    *[
+        (decide_g2(g2_spec(), observed(external_hit_rate=rate), context), documents.G2Decision)
+        for rate in (0.1, 0.4, 0.9, None)
+        for context in (
+            {"replay_external_band": {"tier": 8, "band": [0.3, 0.5]}},
+            {"replay_external_band": {"tier": 8, "missing": "no saved KV plan"}},
+        )
+    ],
     (
         decide_g2(g2_spec(), observed(aa_pairs=[{"a": run(900.0, 0), "b": run(1000.0)}])),
         documents.G2Decision,

@@ -190,3 +190,81 @@ def test_any_observation_gives_a_verdict_or_an_evidence_error(damage):
         assert error.field.startswith("observed")
         return
     assert result["verdict"] in ("pass", "fail", "inconclusive", "invalid") and result["reasons"]
+
+
+def band(low: float = 0.3, high: float = 0.5, tier: int = 8) -> dict:
+    return {"replay_external_band": {"tier": tier, "band": [low, high]}}
+
+
+@pytest.mark.parametrize(
+    ("rate", "position", "row_verdict", "words"),
+    [
+        (0.4, "within", "pass", "within the planner's band 30.0% to 50.0% at c=8"),
+        (0.3, "within", "pass", "within"),  # the ends belong to the band
+        (0.25, "below", "inconclusive", "a warning to both parties before G3, not a G2 failure"),
+        (0.6, "above", "pass", "a model error in the tier's favour"),
+    ],
+)
+def test_a_replayed_hit_cell_is_within_below_or_above_the_planners_band(
+    rate, position, row_verdict, words
+):
+    result = decide_g2(g2_spec(), observed(external_hit_rate=rate), band())
+    found = row(result, "replay_band")
+    assert (found["position"], found["verdict"], found["advisory"]) == (position, row_verdict, True)
+    assert words in found["cause"] and f"{rate:.1%}" in found["cause"]
+    assert (found["band_low"], found["band_high"], found["external_hit_rate"]) == (0.3, 0.5, rate)
+    assert (found["expected"], found["observed"]) == ("30.0% to 50.0%", f"{rate:.1%} ({position})")
+    # The band is a model's prediction: it never decides G2, whatever side the rate is on.
+    assert result["verdict"] == "pass"
+    assert result["inputs"]["context"] == band()
+    warned = [note for note in result["notes"] if note.startswith("replay_band: ")]
+    assert len(warned) == (0 if position == "within" else 1)
+    assert any("below the planner's band" in r for r in result["reasons"]) == (position == "below")
+
+
+def test_a_band_below_is_a_reason_beside_a_failed_check_without_changing_the_verdict():
+    failing = observed(external_hit_rate=0.1, aa_pairs=aa_pairs([1.3, 0.8, 1.2, 0.75]))
+    result = decide_g2(g2_spec(), failing, band())
+    assert result["verdict"] == "fail"
+    assert result["reasons"][-1].startswith("replay_band: external hit rate 10.0%")
+
+
+@pytest.mark.parametrize(
+    ("context", "rate", "cause"),
+    [
+        ({"replay_external_band": {"tier": 8, "missing": "no saved KV plan"}}, 0.4, "no saved"),
+        (band(), None, "external hit rate was not observed"),
+    ],
+)
+def test_a_band_that_cannot_be_told_says_why_and_warns_no_one(context, rate, cause):
+    result = decide_g2(g2_spec(), observed(external_hit_rate=rate), context)
+    found = row(result, "replay_band")
+    assert found["verdict"] == "inconclusive" and cause in found["cause"]
+    assert "position" not in found and result["notes"] == []
+
+
+def test_without_a_replayed_band_the_decision_is_as_before():
+    result = decide_g2(g2_spec(), observed(), {"kv_exceeds_vram": None})
+    assert result == decide_g2(g2_spec(), observed())
+    assert "notes" not in result and "context" not in result["inputs"]
+    assert [item["check"] for item in result["clauses"]] == [
+        "health",
+        "equivalence",
+        "offload_hit",
+        "noise_floor",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("context", "field"),
+    [
+        ({"replay_external_band": {"band": [0.1, 0.2]}}, "context.replay_external_band.tier"),
+        ({"replay_external_band": {"tier": 8, "band": [0.5, 0.2]}}, "replay_external_band.band"),
+        ({"replay_external_band": {"tier": 8, "band": [0.1]}}, "replay_external_band.band"),
+        ({"replay_external_band": {"tier": 8, "band": ["a", 1]}}, "replay_external_band.band"),
+    ],
+)
+def test_a_malformed_band_is_refused_naming_the_field(context, field):
+    with pytest.raises(EvidenceError) as error:
+        decide_g2(g2_spec(), observed(), context)
+    assert field in error.value.field
