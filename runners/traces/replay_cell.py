@@ -1,7 +1,8 @@
 """A replayed cell: which replay a cell of a spec sends (its name, seed, settings and the plan
 file the run keeps), the hit curve of a down-sampled replay's kept sample, and the measurement
-its per-request records give (the clauses' metrics and the replay's fidelity). Pure: the one reading shared by the run's bench step and the offline
-evidence verifier (gates/evidence/replay_recompute.py), so both compute the same numbers.
+its per-request records give (the clauses' metrics and the replay's fidelity). Pure: the one
+reading shared by the run's bench step and the offline evidence verifier
+(gates/evidence/replay_recompute.py), so both compute the same numbers.
 """
 
 from __future__ import annotations
