@@ -61,7 +61,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 3
+READOUT_SHAPE = 4
 
 
 def gate_readout(gate_id: int) -> dict:
@@ -162,6 +162,9 @@ def _clause_row(clause: dict) -> dict:
         # Checks (G1, G2, G4) state what they wanted and saw; the pages show both.
         "expected": clause.get("expected", clause.get("limit")),
         "observed": clause.get("observed"),
+        # A row that never decides the verdict (G2's replay band) and where its number fell.
+        "advisory": bool(clause.get("advisory")),
+        "position": clause.get("position"),
     }
 
 

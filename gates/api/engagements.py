@@ -139,9 +139,13 @@ class ClauseSerializer(serializers.Serializer):
             "at_most",
             "matches",
             "present",
+            "within_band",
         ],
         allow_null=True,
-        help_text="reduction / gain: at least threshold % better; ratio: at least threshold x.",
+        help_text=(
+            "reduction / gain: at least threshold % better; ratio: at least threshold x; "
+            "within_band: a replayed G2 hit cell against the planner's band (advisory)."
+        ),
     )
     estimate = serializers.FloatField(allow_null=True)
     low = serializers.FloatField(allow_null=True)

@@ -27,6 +27,7 @@ _CHECKS: dict[str, tuple[str, str | None]] = {
     "health": ("at_most", "s"),
     "equivalence": ("at_most", "%"),
     "noise_floor": ("at_most", "%"),
+    "replay_band": ("within_band", None),
 }
 _THROUGHPUT_UNITS = {
     "output_throughput": "tokens/s",

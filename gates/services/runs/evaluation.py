@@ -1,7 +1,7 @@
 """Turning what a run recorded into a verdict: the facts, observations and measurements the
 decision engine reads, gathered from the run's steps, the facts it needs beyond them (the KV
-planner's), and the decision it records; a trace replay's fidelity beside it, its hit rates
-against the planner's band."""
+planner's; a replayed G2 hit cell's band), and the decision it records; a trace replay's
+fidelity beside it, its hit rates against the planner's band."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from gates.decisions import decide_gate, gathering
 from gates.models import Run, WorkloadTrace
 from gates.planner.spec_check import spec_workload_exceeds_vram
-from gates.planner.trace_tiers import replay_hit_bands
+from gates.planner.trace_tiers import replay_external_band, replay_hit_bands
 from gates.selectors import run_measurement_records, spec_operating_characteristic
 from gates.services.runs.attempts import g3_decision_context
 from gates.services.runs.carrying import run_carried_records
 from gates.services.runs.lifecycle import GateNotRunnableError, decision_record
 from runners.traces.fidelity import replay_fidelity_summary, with_replay_fidelity
+from runners.traces.replay_cell import replay_name
 
 
 @dataclass
@@ -68,22 +69,76 @@ def run_replay_fidelity(run: Run) -> dict | None:
 def _replay_hit_bands(run: Run, tiers: list[int]) -> dict[int, tuple[float, float] | str]:
     document = run.spec.document
     if document.get("gate") != "G3":  # G2's two workloads may replay two traces at one tier
+        # (its hit cell's external hit rate has its own band: g2_external_band)
         return dict.fromkeys(tiers, "hit-rate bands are predicted for G3 replays only")
     trace = (document.get("workload") or {}).get("trace") or {}
+    return replay_hit_bands(_trace_profile(run, trace), run.gate.engagement.kv_plan, trace, tiers)
+
+
+def _trace_profile(run: Run, trace: dict) -> dict | None:
     ready = WorkloadTrace.objects.filter(
         engagement_id=run.gate.engagement_id,
         sha256=trace.get("sha256"),
         state=WorkloadTrace.State.READY,
     )
-    profile = ready.values_list("profile", flat=True).first()  # not the trace's bytes
-    return replay_hit_bands(profile, run.gate.engagement.kv_plan, trace, tiers)
+    return ready.values_list("profile", flat=True).first()  # not the trace's bytes
+
+
+def g2_external_band(run: Run) -> dict | None:
+    """The planner's band for a G2 hit cell's external hit rate when that cell replays a
+    trace ({tier, band: [low, high]} or {tier, missing: why}); None for a synthetic hit cell.
+    It travels in the decision context, so the offline verifier takes it as recorded."""
+    document = run.spec.document
+    hit = document.get("offload_hit") or {}
+    workload = hit.get("workload") or {}
+    trace = workload.get("trace")
+    if not trace:
+        return None
+    tier = int(hit["tier"])
+    # A down-sampled replay reads the curve its replay step drew of the kept sample.
+    sampled = float(trace.get("sample_fraction", 1.0)) < 1.0
+    profile = _sample_profile(run, workload, tier) if sampled else _trace_profile(run, trace)
+    if sampled and profile is None:
+        why = "the replay's sample was not characterised (its replay step did not record it)"
+        return {"tier": tier, "missing": why}
+    band = replay_external_band(
+        profile,
+        run.gate.engagement.kv_plan,
+        trace,
+        concurrency=tier,
+        offload_gib=_offload_gib(run),
+    )
+    if isinstance(band, str):
+        return {"tier": tier, "missing": band}
+    return {"tier": tier, "band": list(band)}
+
+
+def _sample_profile(run: Run, workload: dict, tier: int) -> dict | None:
+    name = replay_name(workload, tier)
+    for detail in run_steps(run):
+        built = (detail or {}).get("replays") or {}
+        if isinstance(built.get(name), dict):
+            return built[name].get("sample_profile")
+    return None
+
+
+def _offload_gib(run: Run) -> float | None:
+    """The offload arm's tier size: the spec's server.offload_gib, else the run's profile's."""
+    server = run.spec.document.get("server") or {}
+    parameters = (run.profile_snapshot or {}).get("parameters") or {}
+    value = server.get("offload_gib", parameters.get("offload_gib"))
+    return float(value) if value is not None else None
 
 
 def run_decision_context(run: Run) -> dict:
     """Facts the decision engine needs beyond the measurements (the KV planner's verdict; for
     G3 which attempt, the G2 noise and the repetitions carried)."""
     exceeds = spec_workload_exceeds_vram(run.gate.engagement, run.spec.document)
-    context = {"kv_exceeds_vram": exceeds}
+    context: dict = {"kv_exceeds_vram": exceeds}
+    if run.spec.document["gate"] == "G2":
+        band = g2_external_band(run)
+        if band is not None:
+            context["replay_external_band"] = band
     if run.spec.document["gate"] == "G3":
         context.update(g3_decision_context(run.gate))
         if run.carried_repetitions:

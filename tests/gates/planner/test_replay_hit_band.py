@@ -9,14 +9,16 @@ from django.test import Client
 from django.urls import reverse
 
 from gates import services
-from gates.models import Measurement, WorkloadTrace
+from gates.decisions import decide_gate
+from gates.models import Decision, Measurement, WorkloadTrace
 from gates.planner.trace_tiers import replay_external_band, replay_hit_bands
-from gates.services.runs.evaluation import run_replay_fidelity
+from gates.services.runs.evaluation import run_decision_context, run_replay_fidelity
 from gates.tenancy import viewer_for_user
 from runners.traces.fidelity import check_fidelity
+from runners.traces.replay_cell import replay_name
 from tests.contract import sign_as_both
 from tests.gates.services.test_uploads import pass_gate
-from tests.simhosts import g3_spec
+from tests.simhosts import g2_spec, g3_spec
 
 # Llama 3.1 70B on 2 x 80 GiB holds 41,233 tokens of KV; each request in flight holds 8,000.
 KV_PLAN = {
@@ -147,3 +149,88 @@ def test_a_sampled_replay_has_no_band_and_the_page_says_why(replayed_run, vendor
     client.force_login(vendor_admin)
     page = client.get(reverse("gates:run-detail", args=[replayed_run.pk])).content.decode()
     assert "No predicted hit-rate band: the replay sends 50 % of the trace" in page
+
+
+@pytest.fixture
+def replayed_g2(actor, vendor_viewer, engagement, host):
+    """A claimed G2 run whose hit cell replays a characterised trace at c=1 on 25 GiB of DRAM,
+    its hit cell measured at an external hit rate of 20 % (the band is 25 % to 40 %)."""
+    trace = services.trace_upload(
+        actor=actor,
+        viewer=viewer_for_user(actor.user),
+        engagement=engagement,
+        name="t.jsonl",
+        content=b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [7]}\n',
+        trace_format="mooncake",
+    )
+    WorkloadTrace.objects.filter(pk=trace.pk).update(state="ready", profile=PROFILE)
+    type(engagement).objects.filter(pk=engagement.pk).update(kv_plan=KV_PLAN)
+    pass_gate(actor, vendor_viewer, engagement, "G1", host)
+    gate = engagement.gates.get(kind="G2")
+    reference = {"sha256": trace.sha256, "format": "mooncake", "block_tokens": 512}
+    document = g2_spec()
+    document["offload_hit"].update(
+        tier=1, workload={**document["offload_hit"]["workload"], "trace": reference}
+    )
+    document["server"] = {"offload_gib": 25}
+    services.gate_spec_update(actor=actor, gate=gate, document=document)
+    sign_as_both(gate)
+    run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
+    services.run_claim(run_id=run.pk)
+    server = {"external_hit_rate": 0.2}
+    Measurement.objects.create(
+        run=run, arm="offload_hit", tier=1, repetition=1, metrics={}, server=server
+    )
+    return run
+
+
+@pytest.mark.django_db
+def test_a_g2_replay_below_its_band_is_a_warning_on_its_decision_and_page(
+    replayed_g2, vendor_admin
+):
+    context = run_decision_context(replayed_g2)
+    band = context["replay_external_band"]
+    assert band["tier"] == 1 and band["band"] == pytest.approx([0.25, 0.4])
+    services.run_evaluate(replayed_g2)
+    decision = Decision.objects.get(runs=replayed_g2)
+    (found,) = [row for row in decision.clauses if row["check"] == "replay_band"]
+    assert (found["position"], found["external_hit_rate"]) == ("below", 0.2)
+    (note,) = decision.result["notes"]
+    assert (
+        note.startswith("replay_band: external hit rate 20.0%")
+        and note in decision.result["reasons"]
+    )
+    assert decision.result["inputs"]["context"] == {"replay_external_band": band}
+    # The offline verifier decides again from the bundle's context (the recorded inputs'
+    # context, decision/context.json): the band as recorded gives the same decision.
+    inputs = decision.result["inputs"]
+    assert decide_gate(replayed_g2.spec.document, inputs["observed"], inputs["context"]) == (
+        decision.result
+    )
+    client = Client()
+    client.force_login(vendor_admin)
+    gate_page = client.get(reverse("gates:gate-detail", args=[decision.gate_id])).content.decode()
+    assert "below the band</span>" in gate_page and "25.0% to 40.0%" in gate_page
+    assert "20.0% (below)" in gate_page and "not a G2 failure" in gate_page
+    run_page = client.get(reverse("gates:run-detail", args=[replayed_g2.pk])).content.decode()
+    assert 'class="warn replay-band-note">replay_band: external hit rate 20.0%' in run_page
+
+
+@pytest.mark.django_db
+def test_a_sampled_g2_replay_reads_the_band_of_the_sample_its_replay_step_characterised(
+    replayed_g2,
+):
+    spec = replayed_g2.spec
+    workload = spec.document["offload_hit"]["workload"]
+    workload["trace"]["sample_fraction"] = 0.5
+    type(spec).objects.filter(pk=spec.pk).update(document=spec.document)
+    replayed_g2.refresh_from_db()
+    missing = run_decision_context(replayed_g2)["replay_external_band"]
+    assert "the replay's sample was not characterised" in missing["missing"]
+    # The replay step characterised its kept sample: a GPU share of 50 % to 60 % at c=1.
+    sample = {**PROFILE, "sample_fraction": 0.5}
+    built = {replay_name(workload, 1): {"digest": "d", "sample_profile": sample}}
+    name = "build and upload the trace replay"
+    replayed_g2.steps.create(position=1, name=name, detail={"replays": built})
+    band = run_decision_context(replayed_g2)["replay_external_band"]
+    assert band["band"] == pytest.approx([0.25, 0.4])
