@@ -191,11 +191,21 @@ def _g2_noise_floor(check: Mapping[str, Any]) -> ClauseRow:
     )
 
 
+def _g2_replay_band(check: Mapping[str, Any]) -> ClauseRow:
+    return _check_row(
+        check,
+        "offload tier hit rate within the planner's band (advisory, never the verdict)",
+        bar=_fact(check.get("expected"), ""),
+        estimate=_fact(check.get("observed"), ""),
+    )
+
+
 G2_CHECKS = {
     "health": _g2_health,
     "equivalence": _g2_equivalence,
     "offload_hit": _g2_offload_hit,
     "noise_floor": _g2_noise_floor,
+    "replay_band": _g2_replay_band,
 }
 
 

@@ -151,6 +151,19 @@ def test_the_g2_hit_rate_floor_is_compared_as_a_plain_share():
     assert (hit.bar, hit.estimate, hit.verdict) == ("0.2", "0.1", "fail")
 
 
+def test_the_g2_replay_band_reads_as_the_band_against_the_rate_and_its_side():
+    observed = g2_observed([(1000.0, 1010.0)], hit_rate=0.1)
+    context = {"replay_external_band": {"tier": 8, "band": [0.25, 0.4]}}
+    rows = clause_table(decide_g2(template("G2"), observed, context)["clauses"])
+    band = next(row for row in rows if row.name == "replay_band")
+    assert (band.bar, band.estimate, band.verdict) == (
+        "25.0% to 40.0%",
+        "10.0% (below)",
+        "inconclusive",
+    )
+    assert "advisory" in band.comparison and "not a G2 failure" in band.cause
+
+
 def test_g4_soak_checks_read_as_observed_against_their_limit():
     rows = clause_table(decide_g4(g4_spec(), soak(count=100, crashed={40}))["clauses"])
     crashes = next(row for row in rows if row.name == "crashes")
