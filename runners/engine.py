@@ -82,6 +82,12 @@ class Engine:
         """The side services this arm starts, in start order."""
         return [service for service in self.side_services if service.runs_with(arm_kind, values)]
 
+    def metered_for(self, arm_kind: str, values: Mapping[str, Any]) -> list[SideService]:
+        """This arm's side services whose own counters are read around a bench (a `metrics`
+        command and its adapter), in start order."""
+        services = self.services_for(arm_kind, values)
+        return [service for service in services if service.metrics and service.metrics_tool]
+
 
 def engine_of(commands: Mapping[str, Any]) -> Engine:
     """The profile's engine; SpecError naming the field when its section is malformed."""

@@ -198,6 +198,60 @@ def bench_files_proof(
     return Proof([*proof.artifacts, kept_first, kept_last], measurement=proof.measurement)
 
 
+@dataclass(frozen=True)
+class ServicePages:
+    """One metered side service's metrics pages around an uploaded bench (None: not sent)
+    and the adapter that reads them (its `metrics_tool`)."""
+
+    name: str
+    tool: str
+    before: NamedFile | None = None
+    after: NamedFile | None = None
+
+
+def with_uploaded_services(
+    proof: Proof, services: list[ServicePages], *, cell: Cell, hit_proof: str | None
+) -> Proof:
+    """An uploaded bench cell with its side services' pages read as the bench step reads its
+    scrapes, kept under the same names and merged into the engine's server facts (which they
+    need). The hit proof service's two pages are required, another's are both or neither (none:
+    left out, as a failed scrape is). Unchanged without metered services."""
+    if not services or proof.measurement is None:
+        return proof
+    facts, kept = {}, []
+    for service in services:
+        if service.name == hit_proof or service.before or service.after:
+            first, last = (_service_page(service, cell, m, hit_proof) for m in ("before", "after"))
+            facts[service.name] = service_facts(service.tool, first[0], last[0])
+            kept += [first[1], last[1]]
+    server = proof.measurement["server"]
+    if server is None and facts:
+        raise ResultError(
+            "required with a side service's pages, whose facts join the engine's",
+            source=cell.label,
+            field="metrics_before",
+        )
+    server = server and with_side_services(server, facts, hit_proof)
+    measurement = {**proof.measurement, "server": server}
+    return Proof([*proof.artifacts, *kept], measurement=measurement, facts=proof.facts)
+
+
+def _service_page(
+    service: ServicePages, cell: Cell, moment: str, hit_proof: str | None
+) -> tuple[dict[str, Any], Artifact]:
+    page = service.before if moment == "before" else service.after
+    if page is None:
+        why = "the profile's hit proof" if service.name == hit_proof else "sent with the other"
+        raise ResultError(
+            f"{service.name}'s metrics page {moment} the bench is required ({why})",
+            source=cell.label,
+            field=f"{service.name}_metrics_{moment}",
+        )
+    return service_scrape(
+        page[0], cell=cell, service=service.name, moment=moment, source=page[1], tool=service.tool
+    )
+
+
 def _detected(content: bytes, default: str) -> str:
     try:
         return adapters.detect(content)

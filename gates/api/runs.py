@@ -1,6 +1,9 @@
-"""REST v1: runs of a gate, their progress, measurements and soak samples."""
+"""REST v1: runs of a gate (a host to drive, or an upload run naming the profile its person
+ran), their progress, measurements, cancel, and a soak's stop and extension."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -18,13 +21,11 @@ from gates.api.rest.pagination import (
     page_schema,
 )
 from gates.api.soak import SoakSerializer
-from gates.errors import NotFoundError
+from gates.errors import NotFoundError, ServiceError
 from gates.logtail import CHUNK_CHARS, TAIL_CHARS, log_after, log_tail
-from gates.models import Gate, Host, Measurement, Run, Soak, SoakSample
+from gates.models import Gate, Host, Measurement, Profile, Run, Soak
 from gates.selectors import run_predicted_ttft
 from gates.tenancy import get_visible_or_404, viewer_for_request
-
-SAMPLES_PAGE = 500
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -145,6 +146,16 @@ class RunListSerializer(RunSerializer):
         ]
 
 
+UPLOAD_HELP = "An air-gapped run: results are uploaded to /results/."
+PROFILE_HELP = (
+    "An upload run only: the name of the profile whose command lines were run. Its snapshot "
+    "is kept with the run, and its side services' metrics pages are read with each bench."
+)
+PARAMETERS_HELP = (
+    "An upload run naming a profile only: values in place of a host's parameters "
+    '(`{"offload_backend": "lmcache"}`), checked as a host\'s are.'
+)
+
 # The input serializer's rule "a host, or upload: true" as the schema states it.
 RUN_START_SCHEMA = {
     "oneOf": [
@@ -159,15 +170,18 @@ RUN_START_SCHEMA = {
                 "upload": {"type": "boolean", "enum": [False]},
             },
             "required": ["host"],
+            "not": {"anyOf": [{"required": ["profile"]}, {"required": ["parameters"]}]},
         },
         {
             "type": "object",
             "properties": {
-                "upload": {
-                    "type": "boolean",
-                    "enum": [True],
-                    "description": "An air-gapped run: results are uploaded to /results/.",
-                }
+                "upload": {"type": "boolean", "enum": [True], "description": UPLOAD_HELP},
+                "profile": {
+                    "type": "string",
+                    "pattern": "^[-a-zA-Z0-9_]+$",
+                    "description": PROFILE_HELP,
+                },
+                "parameters": {"type": "object", "description": PARAMETERS_HELP},
             },
             "required": ["upload"],
             "not": {"required": ["host"]},
@@ -176,23 +190,49 @@ RUN_START_SCHEMA = {
 }
 
 
+class RunStartSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "RunStart"
+
+    host = serializers.SlugField(
+        required=False, help_text="The name of one of the customer's hosts to drive."
+    )
+    upload = serializers.BooleanField(default=False, help_text=UPLOAD_HELP)
+    profile = serializers.SlugField(required=False, help_text=PROFILE_HELP)
+    parameters = serializers.DictField(required=False, help_text=PARAMETERS_HELP)
+
+    def validate(self, data: dict) -> dict:
+        if bool(data.get("host")) == data["upload"]:
+            raise serializers.ValidationError({"host": "give a host, or upload: true"})
+        if data.get("host") and "profile" in data:
+            raise serializers.ValidationError(
+                {"profile": "only an upload run names a profile; a host run uses its host's"}
+            )
+        if "parameters" in data and "profile" not in data:
+            raise serializers.ValidationError({"parameters": "only with a profile"})
+        return data
+
+
+def _host_named(gate: Gate, name: str) -> Host:
+    """The host named, of the gate's customer; a 404 naming `host` otherwise."""
+    host = Host.objects.filter(organization_id=gate.engagement.organization_id, name=name).first()
+    if host is None:
+        raise NotFoundError("no such host in this engagement's organization", field="host")
+    return host
+
+
+def _upload_profile(data: dict[str, Any]) -> services.UploadProfile | None:
+    """The profile an upload run names, with its parameters; None when it names none. An
+    unknown name is a 400 naming `profile`."""
+    if "profile" not in data:
+        return None
+    profile = Profile.objects.filter(name=data["profile"]).first()
+    if profile is None:
+        raise ServiceError(f"no profile named {data['profile']!r}", field="profile")
+    return services.UploadProfile(profile=profile, parameters=data.get("parameters") or {})
+
+
 class GateRunsApi(APIView):
-    class InputSerializer(serializers.Serializer):
-        class Meta:
-            ref_name = "RunStart"
-
-        host = serializers.SlugField(
-            required=False, help_text="The name of one of the customer's hosts to drive."
-        )
-        upload = serializers.BooleanField(
-            default=False, help_text="An air-gapped run: results are uploaded to /results/."
-        )
-
-        def validate(self, data: dict) -> dict:
-            if bool(data.get("host")) == data["upload"]:
-                raise serializers.ValidationError({"host": "give a host, or upload: true"})
-            return data
-
     class FilterSerializer(serializers.Serializer):
         state = serializers.ChoiceField(Run.State.choices, required=False)
         outcome = serializers.ChoiceField(Run.Outcome.choices, required=False)
@@ -217,11 +257,11 @@ class GateRunsApi(APIView):
     def post(self, request, pk: int):
         viewer = viewer_for_request(request)
         gate = get_visible_or_404(Gate.objects.select_related("engagement"), viewer, pk=pk)
-        data = self.InputSerializer(data=request.data)
+        data = RunStartSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         host, source = None, Run.Source.UPLOAD
         if not data.validated_data["upload"]:
-            host, source = self._host(gate, data.validated_data["host"]), Run.Source.REMOTE
+            host, source = _host_named(gate, data.validated_data["host"]), Run.Source.REMOTE
         run = services.run_create(
             actor=services.Actor.from_request(request),
             viewer=viewer,
@@ -229,16 +269,9 @@ class GateRunsApi(APIView):
             host=host,
             # A labelled TextChoices member is a (value, label) tuple to mypy without django-stubs.
             source=source,  # type: ignore[arg-type]
+            upload=_upload_profile(data.validated_data),
         )
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
-
-    def _host(self, gate: Gate, name: str) -> Host:
-        host = Host.objects.filter(
-            organization_id=gate.engagement.organization_id, name=name
-        ).first()
-        if host is None:
-            raise NotFoundError("no such host in this engagement's organization", field="host")
-        return host
 
 
 class RunDetailApi(APIView):
@@ -319,41 +352,6 @@ class RunMeasurementsApi(APIView):
             "repetition", "tier", "arm", "pk"
         )
         return page_response(request, self, rows, MeasurementSerializer)
-
-
-class SampleSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = SoakSample
-        fields = ["seq", "window_start", "window_end", "metrics"]
-
-
-class SamplePageSerializer(serializers.Serializer):
-    results = SampleSerializer(many=True)
-    next_after = serializers.IntegerField(allow_null=True)
-
-
-class RunSamplesApi(APIView):
-    @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "after",
-                {"type": "integer", "minimum": 0},
-                description="Return samples with seq > after",
-            )
-        ],
-        responses=SamplePageSerializer,
-    )
-    def get(self, request, pk: int):
-        run = get_visible_or_404(Run, viewer_for_request(request), pk=pk)
-        after = serializers.IntegerField(min_value=0).run_validation(
-            request.query_params.get("after", 0)
-        )
-        # The run was looked up through tenancy already: its samples are the viewer's to see.
-        page = list(run.soak_samples.filter(seq__gt=after).order_by("seq")[:SAMPLES_PAGE])
-        next_after = page[-1].seq if len(page) == SAMPLES_PAGE else None
-        return Response(
-            {"results": SampleSerializer(page, many=True).data, "next_after": next_after}
-        )
 
 
 class SoakStopApi(APIView):

@@ -5,6 +5,10 @@ HTTP only: runners.results (pure) reads the files as it reads fetched ones; serv
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -18,9 +22,12 @@ from gates.errors import ServiceError
 from gates.models import Run
 from gates.tenancy import get_visible_or_404, viewer_for_request
 from runners import results
+from runners.engine import Engine, engine_of
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 KINDS = ("bench", "probe", "answers", "health")
+# A side service's page around a bench: `<service>_metrics_before` or `_after`.
+SERVICE_PAGE = re.compile(r"[a-z][a-z0-9_-]{0,39}_metrics_(before|after)")
 
 
 class UploadSerializer(serializers.Serializer):
@@ -61,7 +68,7 @@ class RunResultsApi(APIView):
         run = get_visible_or_404(Run.objects.select_related("spec", "host"), viewer, pk=pk)
         data = UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        name, proof = _read(data.validated_data)
+        name, proof = _read({**data.validated_data, "run": run, "files": request.FILES})
         services.run_upload_record(
             actor=services.Actor.from_request(request),
             viewer=viewer,
@@ -101,8 +108,45 @@ def _read(data: dict) -> tuple[str, results.Proof]:
 def _bench(data: dict) -> tuple[str, results.Proof]:
     cell = results.Cell(data["arm"], data["tier"], data["repetition"])
     before, after = (_named_if_given(data.get(f"metrics_{m}")) for m in ("before", "after"))
-    proof = results.bench_files_proof(_named(data["file"]), cell=cell, before=before, after=after)
+    run: Run = data["run"]
+    engine = engine_of(run.profile_snapshot["commands"]) if run.profile_snapshot else None
+    proof = results.bench_files_proof(
+        _named(data["file"]), cell=cell, before=before, after=after, engine=engine
+    )
+    if engine is not None:
+        pages = _service_pages(engine, run, cell.arm, data["files"])
+        proof = results.with_uploaded_services(
+            proof, pages, cell=cell, hit_proof=engine.hit_proof_service
+        )
     return f"upload {cell.arm} c={cell.tier} r{cell.repetition}", proof
+
+
+def _service_pages(
+    engine: Engine, run: Run, arm: str, files: Mapping[str, Any]
+) -> list[results.ServicePages]:
+    """The metrics pages sent for each side service the profile runs beside this arm with
+    the run's values (`<service>_metrics_before`, `_after`); a page of any other is a 400."""
+    arm_kind = run.spec.document.get("arms", {}).get(arm, "")
+    metered = engine.metered_for(arm_kind, services.upload_run_values(run))
+    expected = {f"{s.name}_metrics_{m}" for s in metered for m in ("before", "after")}
+    for name in files:
+        if SERVICE_PAGE.fullmatch(name) and name not in expected:
+            raise ServiceError(
+                f"no side service with metrics runs by that name beside arm {arm} in profile "
+                f"{run.profile_name} with this run's parameters",
+                field=name,
+            )
+        if name in expected and files[name].size > MAX_UPLOAD_BYTES:
+            raise ServiceError("larger than 64 MiB", field=name)
+    return [
+        results.ServicePages(
+            service.name,
+            str(service.metrics_tool),
+            _named_if_given(files.get(f"{service.name}_metrics_before")),
+            _named_if_given(files.get(f"{service.name}_metrics_after")),
+        )
+        for service in metered
+    ]
 
 
 def _probe(data: dict) -> tuple[str, results.Proof]:

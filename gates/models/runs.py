@@ -87,10 +87,13 @@ class Run(models.Model):
     first_repetition = models.PositiveIntegerField(default=1)
     # The host's profile as this run used it (documents.profile: name, commands, parameters)
     # and the SHA-256 of its canonical JSON: a later edit of the Profile row, or the host
-    # pointed at another, leaves it as it was. Null before migration 0027 and for a run
-    # without a host (an upload nobody drove).
+    # pointed at another, leaves it as it was. Null before migration 0027 and for an upload
+    # run that names no profile.
     profile_snapshot = models.JSONField(null=True, blank=True, editable=False)
     profile_digest = models.CharField(max_length=64, blank=True, editable=False)
+    # An upload run that names a profile: the values given in place of a host's parameters
+    # (offload_backend, ...), which say which side services ran beside each arm.
+    upload_parameters = models.JSONField(default=dict, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

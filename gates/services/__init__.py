@@ -48,6 +48,7 @@ from gates.services.heartbeats import (
     silence_alert_send,
 )
 from gates.services.hosts.access import (
+    UploadProfile,
     host_create,
     host_credential,
     host_key_fingerprint,
@@ -56,6 +57,7 @@ from gates.services.hosts.access import (
     host_set_credential,
     host_target,
     host_update,
+    upload_run_values,
 )
 from gates.services.hosts.cleanup import (
     CleanupJob,
@@ -145,6 +147,7 @@ __all__ = [
     "ServiceError",
     "SoakTick",
     "SpecChange",
+    "UploadProfile",
     "accepted_inventory",
     "alert_acknowledge",
     "alert_acknowledge_link",
@@ -241,5 +244,6 @@ __all__ = [
     "ttft_band_request",
     "ttft_bands_prune",
     "ttft_bands_to_compute",
+    "upload_run_values",
     "webhook_create",
 ]

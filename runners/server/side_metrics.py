@@ -35,8 +35,7 @@ class ServiceScrapes:
 
 def metered_services(ctx: StepContext, step: Step) -> list[SideService]:
     """The arm's side services that name a metrics command, in start order."""
-    services = engine_of(ctx.commands).services_for(step.get("arm_kind", ""), ctx.values)
-    return [service for service in services if service.metrics and service.metrics_tool]
+    return engine_of(ctx.commands).metered_for(step.get("arm_kind", ""), ctx.values)
 
 
 def scrape_services(ctx: StepContext, step: Step, cell: Cell, moment: str) -> ServiceScrapes:

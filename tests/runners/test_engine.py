@@ -59,6 +59,19 @@ def test_side_services_are_a_list_started_in_order():
     assert [s.name for s in engine.services_for("resident", {})] == ["master"]
 
 
+def test_the_metered_services_of_an_arm_are_those_whose_counters_are_read():
+    metered = {
+        "name": "lmcache",
+        "start": ["a"],
+        "metrics": ["m"],
+        "metrics_tool": "lmcache-metrics",
+    }
+    commands = {"engine": {"side_services": [{"name": "master", "start": ["c"]}, metered]}}
+    engine = engine_of(commands)
+    assert [s.name for s in engine.metered_for("offload", {})] == ["lmcache"]
+    assert engine.metered_for("resident", {}) == []
+
+
 @pytest.mark.parametrize(
     ("section", "field"),
     [

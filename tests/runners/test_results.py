@@ -202,3 +202,67 @@ def partial_scrape(service: str):
         )
 
     return scrape
+
+
+def uploaded_cell(*services: results.ServicePages, hit_proof: str | None = "lmcache"):
+    """A bench cell uploaded with the engine's pages and the named services' pages."""
+    proof = results.bench_files_proof(
+        (BENCH, "result.json"), cell=CELL, before=(IDLE, "before.txt"), after=(LOADED, "a.txt")
+    )
+    return results.with_uploaded_services(proof, list(services), cell=CELL, hit_proof=hit_proof)
+
+
+def lmcache_pages(before: bytes | None = LMCACHE_BEFORE, after: bytes | None = LMCACHE_AFTER):
+    return results.ServicePages(
+        "lmcache",
+        "lmcache-metrics",
+        None if before is None else (before, "lm-before.txt"),
+        None if after is None else (after, "lm-after.txt"),
+    )
+
+
+def test_an_uploaded_cell_reads_and_keeps_its_side_services_pages_as_the_bench_step_does():
+    proof = uploaded_cell(lmcache_pages())
+    server = proof.measurement["server"]
+    assert server["hit_proof"] == "lmcache"
+    assert server["side_services"]["lmcache"]["lookup_hit_rate"] == 0.4
+    assert [a.name for a in proof.artifacts][-2:] == [
+        "offload-c2-r1/lmcache-metrics-before.txt",
+        "offload-c2-r1/lmcache-metrics-after.txt",
+    ]
+    # What the verifier reads again from the kept pages is what was recorded.
+    files = {a.name: a.content for a in proof.artifacts}
+    engine = {k: v for k, v in server.items() if k not in ("side_services", "hit_proof")}
+    assert results.kept_side_services(engine, server, files, CELL.label) == server
+
+
+@pytest.mark.parametrize(
+    ("pages", "field"),
+    [
+        (lmcache_pages(after=None), "lmcache_metrics_after"),
+        (lmcache_pages(before=None), "lmcache_metrics_before"),
+        (lmcache_pages(before=None, after=None), "lmcache_metrics_before"),
+        (lmcache_pages(after=b"<html>not found</html>"), "lmcache_metrics_after"),
+    ],
+)
+def test_a_missing_or_unreadable_page_of_the_hit_proof_names_its_field(pages, field):
+    with pytest.raises(ResultError) as raised:
+        uploaded_cell(pages)
+    assert raised.value.field == field
+
+
+def test_a_service_that_is_not_the_proof_may_be_left_out_but_not_half_sent():
+    left_out = uploaded_cell(lmcache_pages(before=None, after=None), hit_proof=None)
+    assert left_out.measurement["server"]["side_services"] == {}
+    assert left_out.measurement["server"]["hit_proof"] == "engine"
+    with pytest.raises(ResultError) as raised:
+        uploaded_cell(lmcache_pages(after=None), hit_proof=None)
+    assert raised.value.field == "lmcache_metrics_after"
+
+
+def test_side_service_pages_need_the_engines_pages_and_no_services_change_nothing():
+    bare = results.bench_files_proof((BENCH, "result.json"), cell=CELL)
+    with pytest.raises(ResultError) as raised:
+        results.with_uploaded_services(bare, [lmcache_pages()], cell=CELL, hit_proof="lmcache")
+    assert raised.value.field == "metrics_before"
+    assert results.with_uploaded_services(bare, [], cell=CELL, hit_proof="lmcache") is bare

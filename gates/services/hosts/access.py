@@ -8,7 +8,7 @@ import binascii
 import copy
 import hashlib
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from documents.profile import ProfileSnapshot, profile_digest, profile_snapshot
 from gates.crypto import CryptoError, Keyring, host_credential_aad
 from gates.errors import DuplicateError, NotAllowedError, ServiceError
-from gates.models import Host, Organization, Profile
+from gates.models import Gate, Host, Organization, Profile, Run
 from gates.services.audit import Actor, audit_record
 from gates.tenancy import Viewer
 from runners.commands import checked_values
@@ -308,18 +308,60 @@ def run_values(
 
 def run_profile_snapshot(host: Host) -> ProfileSnapshot:
     """The host's profile now, as a run stores it (a run made before snapshots reads it so)."""
-    profile = host.profile
+    return _profile_snapshot_of(host.profile)
+
+
+def _profile_snapshot_of(profile: Profile) -> ProfileSnapshot:
     # Copies: the run's snapshot must not share dicts with a Profile instance edited later.
     commands, parameters = copy.deepcopy(profile.commands), copy.deepcopy(profile.parameters)
     return profile_snapshot(profile.name, commands, parameters)
 
 
-def run_profile_fields(host: Host | None) -> dict[str, Any]:
-    """A new run's snapshot of its host's profile and the digest (none without a host)."""
-    if host is None:
+@dataclass(frozen=True)
+class UploadProfile:
+    """The profile an upload run names (the command lines its person ran) and the values
+    given in place of a host's parameters."""
+
+    profile: Profile
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+def run_profile_fields(
+    host: Host | None, gate: Gate, upload: UploadProfile | None = None
+) -> dict[str, Any]:
+    """A new run's snapshot of its host's profile (or of the profile an upload names, with
+    its values checked as a host's are against the gate's spec) and the digest; none for an
+    upload that names no profile."""
+    if host is not None:
+        snapshot = run_profile_snapshot(host)
+    elif upload is not None:
+        snapshot = _profile_snapshot_of(upload.profile)
+        _check_upload_values(upload, gate)
+    else:
         return {}
-    snapshot = run_profile_snapshot(host)
-    return {"profile_snapshot": snapshot, "profile_digest": profile_digest(snapshot)}
+    fields = {"profile_snapshot": snapshot, "profile_digest": profile_digest(snapshot)}
+    return fields if upload is None else {**fields, "upload_parameters": upload.parameters}
+
+
+def upload_run_values(run: Run) -> dict[str, Any]:
+    """What an upload run's profile templates would have been filled with: the profile's
+    defaults (its snapshot), the spec's server section and the upload's parameters."""
+    profile = (run.profile_snapshot or {}).get("parameters", {})
+    return {**profile, **run.spec.document.get("server", {}), **run.upload_parameters}
+
+
+def _check_upload_values(upload: UploadProfile, gate: Gate) -> None:
+    values = {
+        "python": DEFAULT_PYTHON,
+        "model": gate.engagement.model_name,
+        **upload.profile.parameters,
+        **gate.current_spec.document.get("server", {}),
+        **upload.parameters,
+    }
+    try:
+        checked_values(values)
+    except SpecError as problem:
+        raise ServiceError(problem.reason, field=f"parameters.{problem.field}") from None
 
 
 def run_values_check(host: Host, spec: dict, *, model_name: str) -> None:

@@ -153,9 +153,11 @@ def _check_same_profile(previous: Run, name: str, profile: dict[str, Any]) -> No
     before runs kept a snapshot (or an upload with no host, beside one with a host) cannot be
     shown to have run the same command lines, so it is refused too rather than trusted: a
     carried repetition must be one the new attempt could have measured itself. Two uploads
-    with no host both have no profile (nothing Tollgate drove) and carry as before."""
+    with no host both have no profile (nothing Tollgate drove) and carry as before; two that
+    name one carry only with the same parameters too (they stand in for the one host's)."""
     digest = profile.get("profile_digest", "")
     if previous.profile_digest == digest:
+        _check_same_upload_parameters(previous, name, profile.get("upload_parameters") or {})
         return
     this = (profile.get("profile_snapshot") or {}).get("name")
     if not previous.profile_digest:
@@ -189,3 +191,13 @@ def _engine_decision(run: Run) -> Decision | None:
 def _engine_verdict(run: Run) -> str | None:
     decision = _engine_decision(run)
     return decision.verdict if decision else None
+
+
+def _check_same_upload_parameters(previous: Run, name: str, parameters: dict[str, Any]) -> None:
+    if previous.upload_parameters != parameters:
+        raise CarryRefusedError(
+            f"the spec carries repetitions, but {name} was uploaded with parameters "
+            f"{previous.upload_parameters} and this run names {parameters}: repetitions carry "
+            "only with the same profile and parameters",
+            field="parameters",
+        )

@@ -29,7 +29,7 @@ from gates.services.alerts.events import alert_gate_failed, alert_gate_verdict, 
 from gates.services.audit import Actor, audit_record
 from gates.services.contract.power import gate_check_power
 from gates.services.engagements import gate_move, gate_open_next
-from gates.services.hosts.access import run_profile_fields, run_values_check
+from gates.services.hosts.access import UploadProfile, run_profile_fields, run_values_check
 from gates.services.hosts.cleanup import host_require_clean
 from gates.services.reports import report_pdf_at_decision
 from gates.services.runs.attempts import (
@@ -60,14 +60,16 @@ def run_create(
     host: Host | None,
     # A labelled TextChoices member is a (value, label) tuple to mypy without django-stubs.
     source: str = Run.Source.REMOTE,  # type: ignore[assignment]
+    upload: UploadProfile | None = None,
 ) -> Run:
-    """Queue a run of the gate's current spec; the host is leased at once or the call fails."""
+    """Queue a run of the gate's current spec; the host is leased at once or the call fails.
+    An upload run may name the profile its person ran (`upload`), kept as a host run's is."""
     if not viewer.can("run.start"):
         raise NotAllowedError("you may not start runs")
     with transaction.atomic():
         gate = Gate.objects.select_for_update().select_related("engagement").get(pk=gate.pk)
         _check_can_start(gate, host, source)
-        profile = run_profile_fields(host)  # the profile as this run uses it, kept with it
+        profile = run_profile_fields(host, gate, upload)  # as this run uses it, kept with it
         carry = g3_carry(gate, host, profile)
         spec = gate.current_spec
         attempt = (gate.runs.aggregate(top=Max("attempt"))["top"] or 0) + 1
@@ -240,9 +242,7 @@ def run_cancel(*, actor: Actor, viewer: Viewer, run: Run, reason: str) -> Run:
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("gate__engagement").get(pk=run.pk)
         detail = {"state_before": run.state, "reason": reason[:500], **run_attempt_at_cancel(run)}
-        if run.state == Run.State.QUEUED or (
-            run.state == Run.State.RUNNING and run.host_id is None
-        ):
+        if run.state == Run.State.QUEUED or (run.state == Run.State.RUNNING and not run.host_id):
             _end(run, Run.State.CANCELED, "", f"canceled before it started: {reason}")
             _gate_after_run_without_verdict(run.gate)
         elif run.state == Run.State.RUNNING and run.cancel_requested_at is None:

@@ -39,8 +39,11 @@ NETWORK_OPERATIONS = {"POST /api/v1/hosts/scan/", "POST /api/v1/hosts/{id}/check
 # - an inventory amendment: it names a run of the engagement that its host check ended
 #   invalid, and signing names an amendment of the engagement;
 # - a trace upload: every line must be a valid row of the named format (refused naming the
-#   line and field: tests/gates/api/test_traces_api.py).
+#   line and field: tests/gates/api/test_traces_api.py);
+# - an upload run: the profile it names must exist and its parameters pass that profile's
+#   value checks (tests/gates/api/test_upload_side_services.py).
 SEMANTIC_OPERATIONS = {
+    "POST /api/v1/gates/{id}/runs/",
     "POST /api/v1/engagements/{id}/traces/",
     "POST /api/v1/engagements/{id}/inventory/amend/",
     "POST /api/v1/engagements/{id}/inventory/sign/",

@@ -305,6 +305,36 @@ def test_a_run_that_kept_no_profile_snapshot_cannot_be_carried_from(
     assert "run #1 kept no profile snapshot" in str(refused.value)
 
 
+def test_uploads_naming_a_profile_carry_only_with_the_same_parameters(
+    actor, vendor_viewer, engagement, host
+):
+    gate = carrying_gate(actor, vendor_viewer, engagement, host)
+    simhost = Profile.objects.get(name="simhost")
+
+    def upload_naming(backend: str) -> Run:
+        named = services.UploadProfile(simhost, {"offload_backend": backend})
+        return services.run_create(
+            actor=actor,
+            viewer=vendor_viewer,
+            gate=gate,
+            host=None,
+            source=Run.Source.UPLOAD,
+            upload=named,
+        )
+
+    first = upload_naming("lmcache")
+    assert (
+        first.profile_name == "simhost" and first.upload_parameters["offload_backend"] == "lmcache"
+    )
+    measured(first, {1: 0.74, 2: 0.76, 3: 0.73, 4: 0.77})
+    assert run_evaluate(first).verdict == "inconclusive"
+    with pytest.raises(CarryRefusedError) as refused:
+        upload_naming("native")
+    assert refused.value.field == "parameters" and gate.runs.count() == 1
+    second = upload_naming("lmcache")
+    assert (second.carried_from, second.carried_repetitions) == (first, 4)
+
+
 def test_the_same_profile_on_the_same_host_carries(actor, vendor_viewer, engagement, host):
     gate = carrying_gate(actor, vendor_viewer, engagement, host)
     first = upload(actor, vendor_viewer, gate, host)

@@ -131,7 +131,13 @@ def test_an_unreadable_probe_file_is_refused_naming_the_file(api, engagement):
 
 
 def g3_upload_gate(
-    actor, vendor_viewer, engagement, host, passed=("G1", "G2"), acknowledged_underpowered=False
+    actor,
+    vendor_viewer,
+    engagement,
+    host,
+    passed=("G1", "G2"),
+    acknowledged_underpowered=False,
+    min_hit_rate=0,
 ):
     for kind in passed:
         pass_gate(actor, vendor_viewer, engagement, kind, host)
@@ -148,7 +154,7 @@ def g3_upload_gate(
             "tiers": "all",
         }
     ]
-    document["validity"].update(require_kv_exceeds_vram=False, min_external_hit_rate=0)
+    document["validity"].update(require_kv_exceeds_vram=False, min_external_hit_rate=min_hit_rate)
     # Hand-made numbers with one exact ratio per cell, four repetitions: this gate proves the
     # upload path, not the power or spread rules (tests/gates/decisions hold those to account).
     # Or, to show an underpowered spec signed knowingly: its one clause claims no effect, so
