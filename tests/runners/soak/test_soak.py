@@ -141,8 +141,10 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
     decision = run.decisions.get()
     assert decision.verdict == "pass", decision.result["reasons"]
     seqs = assert_every_seq_once(run)
-    # Windows stretch when a loaded box makes the bench slower than the window.
-    assert len(seqs) >= SOAK_S // 2
+    # Windows stretch when a loaded box makes the bench slower than the window: at load
+    # average 9 on 2 cores a 10 s soak stored fewer than 5 (2026-12-03). Three are what the checks
+    # below need (a double read, then acknowledged windows pruned while later ones run).
+    assert len(seqs) >= 3
     added, first_read, second_read = doubled[0]
     # Both reads carried the first read's windows (a window may land between them): each
     # window was stored once.
