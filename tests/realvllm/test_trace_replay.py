@@ -27,7 +27,12 @@ pytestmark = [pytest.mark.slow]
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "traces" / "mooncake-synthetic_trace.jsonl"
 SCALE = 32  # Mooncake's 512-token blocks become 16-token ones
 MAX_OUTPUT = 16
-TIER = 16  # above the replay's peak concurrency: no request waits in the client
+# The cap on requests in flight: above the replay's 44 requests, so no request ever waits in
+# the client for a slot. At 16 it held only while the CPU server answered fast: on a slower box
+# of this kind (2026-12-03) the first long prompts took 6-9 s to a first token, 16 were soon in
+# flight, later requests waited for a slot and arrived 4-5 s late (p99), on this round's code
+# and on the last landed one alike.
+TIER = 64
 # This shared 2-core box runs the client beside the CPU server, whose steps hold the cores for
 # tens of ms: the bar judges the box, not the replay (as simhost's trace test says). The
 # measured error is printed (p99 5 to 110 ms per arm so far, p50 about 1 ms); a host of its own
