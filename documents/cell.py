@@ -13,6 +13,42 @@ from documents.spec import CellChange, SloSpec
 RowVerdict = Literal["pass", "fail", "inconclusive", "invalid"]
 CellVerdict = Literal["pass", "fail", "inconclusive"]
 Better = Literal["lower", "higher"]
+BandPosition = Literal["within", "below", "above"]
+
+
+class BandContext(TypedDict):
+    """The planner's band for a replayed cell's external hit rate at one concurrency tier, as
+    the decision context carries it (band: [low, high]) or why there is none (missing)."""
+
+    tier: int
+    band: NotRequired[list[float]]
+    missing: NotRequired[str]
+
+
+class BandNumbers(TypedDict, total=False):
+    """What a replay_band row shows (gates.decisions.cells.bands): advisory, never a verdict."""
+
+    advisory: bool
+    band_tier: int
+    band_low: float
+    band_high: float
+    position: BandPosition
+    expected: str
+    observed: str
+    external_hit_rate: float | None
+
+
+class G3BandRow(BandNumbers):
+    """One offload-arm cell of a G3 trace replay against the planner's band: the mean of its
+    repetitions' rates (`rates`, by repetition), what that rate is (`hit_proof`)."""
+
+    check: str
+    arm: str
+    tier: int
+    verdict: RowVerdict
+    cause: str
+    rates: list[float]
+    hit_proof: str
 
 
 class ValidityCheck(TypedDict):
@@ -204,6 +240,8 @@ class G3Context(TypedDict):
     unavailable_arms: dict[str, str]
     # Repetitions 1..N of the measurements are an earlier attempt's (statistics.carry_repetitions).
     carried_repetitions: NotRequired[int]
+    # A replayed trace: the planner's band for each tier's offload-arm external hit rate.
+    replay_external_bands: NotRequired[list[BandContext]]
 
 
 class G3Inputs(TypedDict):

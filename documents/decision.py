@@ -9,7 +9,10 @@ and the stop-loss review. Standard library only.
 from typing import Any, Literal, NotRequired, TypedDict
 
 from documents.cell import (
+    BandContext,
+    BandNumbers,
     CellVerdict,
+    G3BandRow,
     G3Cell,
     G3Inputs,
     NextStep,
@@ -95,11 +98,9 @@ class AAPair(TypedDict):
     log_ratio: float
 
 
-BandPosition = Literal["within", "below", "above"]
-
-
-class G2Numbers(TypedDict, total=False):
-    """What a G2 check shows beside its verdict; each check has its own few."""
+class G2Numbers(BandNumbers, total=False):
+    """What a G2 check shows beside its verdict; each check has its own few (replay_band: the
+    planner's band for a replayed hit cell, BandNumbers; advisory, never the verdict)."""
 
     timeout_s: float
     seconds: float | None
@@ -109,7 +110,6 @@ class G2Numbers(TypedDict, total=False):
     mismatch_pct: float
     max_mismatch_pct: float
     min_external_hit_rate: float
-    external_hit_rate: float | None
     metric: str
     repetitions: int
     pairs: list[AAPair]
@@ -120,29 +120,12 @@ class G2Numbers(TypedDict, total=False):
     low_ratio: float
     high_ratio: float
     noise_pct: float
-    # replay_band: the planner's band for a replayed hit cell; advisory, never the verdict.
-    advisory: bool
-    band_tier: int
-    band_low: float
-    band_high: float
-    position: BandPosition
-    expected: str
-    observed: str
 
 
 class G2Check(G2Numbers):
     check: str
     verdict: RowVerdict
     cause: str
-
-
-class BandContext(TypedDict):
-    """The planner's band for a replayed G2 hit cell's external hit rate, as the decision
-    context carries it (band: [low, high]) or why there is none (missing)."""
-
-    tier: int
-    band: NotRequired[list[float]]
-    missing: NotRequired[str]
 
 
 class G2Context(TypedDict):
@@ -191,6 +174,8 @@ class G3Decision(TypedDict):
     set_aside: list[SetAside]
     plan: NextStep
     inputs: G3Inputs
+    # Each offload-arm cell of a replayed trace against the planner's band (advisory).
+    replay_bands: NotRequired[list[G3BandRow]]
     # Added by gates.services.runs.evaluation before the decision is recorded.
     operating_characteristic: NotRequired[OperatingCharacteristic | NoCharacteristic]
 

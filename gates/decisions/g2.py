@@ -11,11 +11,9 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from documents.cell import RowVerdict
+from documents.cell import BandContext, RowVerdict
 from documents.decision import (
     AAPair,
-    BandContext,
-    BandPosition,
     EquivalenceObserved,
     G2Check,
     G2Decision,
@@ -25,6 +23,7 @@ from documents.decision import (
     HealthObserved,
 )
 from documents.spec import G2Spec
+from gates.decisions.cells.bands import judge_band, parse_band
 from gates.decisions.numbers import finite_float, is_number, metric_value
 from gates.decisions.statistics.inference import t_interval
 from gates.decisions.validity import EvidenceError, read_count
@@ -178,24 +177,11 @@ def _hit_row(floor: float, rate: float | None) -> G2Check:
 
 def band_row(band: BandContext, rate: float | None) -> G2Check:
     """Where the hit cell's external hit rate (hits over what the GPU cache missed) falls
-    against the planner's band. Advisory, never in the gate's verdict (the band is a model's
-    prediction, not a signed bar): within or above is `pass`, below or untold `inconclusive`."""
-    tier = band["tier"]
-    if "missing" in band:
-        cause = f"no band from the planner at c={tier}: {band['missing']}"
-        return _row("replay_band", "inconclusive", cause, advisory=True, band_tier=tier)
-    low, high = band["band"]
-    numbers: G2Numbers = {"advisory": True, "band_tier": tier, "band_low": low, "band_high": high}
-    numbers["expected"], numbers["external_hit_rate"] = f"{low:.1%} to {high:.1%}", rate
-    if rate is None:
-        return _row("replay_band", "inconclusive", "external hit rate was not observed", **numbers)
-    position: BandPosition = "below" if rate < low else "above" if rate > high else "within"
-    numbers["position"], numbers["observed"] = position, f"{rate:.1%} ({position})"
-    cause = (
-        f"external hit rate {rate:.1%} (offload-tier hits over the tokens the GPU cache missed) "
-        f"is {position} the planner's band {low:.1%} to {high:.1%} at c={tier}"
-    ) + BAND_WORDS[position]
-    return _row("replay_band", "inconclusive" if position == "below" else "pass", cause, **numbers)
+    against the planner's band (gates.decisions.cells.bands, shared with G3's offload cells).
+    Advisory, never in the gate's verdict: within or above is `pass`, below or untold
+    `inconclusive`."""
+    verdict, cause, numbers = judge_band(band, rate, BAND_WORDS)
+    return _row("replay_band", verdict, cause, **numbers)
 
 
 BAND_WORDS: dict[str, str] = {
@@ -209,20 +195,7 @@ BAND_WORDS: dict[str, str] = {
 def _parse_band(context: Any) -> BandContext | None:
     """The context's `replay_external_band`: {tier, band: [low, high]} or {tier, missing}."""
     band = context.get("replay_external_band") if isinstance(context, dict) else None
-    if band is None:
-        return None
-    field = "context.replay_external_band"
-    tier = band.get("tier") if isinstance(band, dict) else None
-    if not isinstance(tier, int) or isinstance(tier, bool):
-        raise EvidenceError(f"{field}.tier", "must be the hit cell's concurrency tier")
-    if isinstance(band.get("missing"), str):
-        return {"tier": tier, "missing": band["missing"]}
-    ends = band.get("band")
-    ok = isinstance(ends, list) and len(ends) == 2 and all(map(is_number, ends))
-    low, high = (finite_float(end) for end in ends) if ok else (None, None)
-    if low is None or high is None or not 0 <= low <= high <= 1:
-        raise EvidenceError(f"{field}.band", "must be [low, high], 0 <= low <= high <= 1")
-    return {"tier": tier, "band": [low, high]}
+    return None if band is None else parse_band(band, "context.replay_external_band")
 
 
 def _noise_row(limits: G2Limits, pairs: list[dict[str, Any]] | None) -> G2Check:

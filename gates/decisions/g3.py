@@ -1,6 +1,7 @@
 """G3 performance: every clause at every tier as a paired log-ratio interval against its bar (a
 goodput floor: one arm's share of requests within the SLO against its bar, cells/floors.py),
-the validity checks before any clause, the error budget of the attempt, and the re-run plan.
+the validity checks before any clause, the error budget of the attempt, and the re-run plan;
+with a replayed trace, each offload cell's hit rate against the planner's band (advisory).
 Pure: a typed spec and plain measurements in, a typed decision out; no Django, no I/O.
 """
 
@@ -23,6 +24,7 @@ from documents.decision import G3Decision, Verdict
 from documents.spec import G3Spec
 from gates.decisions.cells import build as cells
 from gates.decisions.cells import floors
+from gates.decisions.cells.bands import g3_band_rows, parse_g3_bands
 from gates.decisions.clauses import Clause, G3Terms, parse_g3_spec
 from gates.decisions.goodput import BenchShare
 from gates.decisions.numbers import finite_float, is_number, metric_value
@@ -59,6 +61,9 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
     parsed = parse_g3_spec(spec)
     items = parse_measurements(measurements, parsed)
     facts = parse_context(context)
+    bands = parse_g3_bands(context)
+    if bands is not None:  # a replayed trace: its offload cells against the planner's band
+        facts["replay_external_bands"] = bands
     checks = check_validity(items, parsed, facts)
     keys = [(clause, tier) for clause in parsed.clauses for tier in clause.tiers]
     unavailable = facts["unavailable_arms"]
@@ -87,7 +92,8 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
             cell["verdict"] = "invalid" if broken else "inconclusive"
             cell["cause"] = not_judged
     verdict, reasons = _g3_verdict(cells, broken, spent)
-    return {
+    band_rows, band_notes = g3_band_rows(bands or [], parsed.arms, kept)
+    decision: G3Decision = {
         "gate": "G3",
         "spec_version": parsed.version,
         "verdict": verdict,
@@ -95,7 +101,8 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
         "notes": summarize_unknowns(checks)
         + untested
         + set_aside_notes(aside)
-        + _dropped_notes(cells),
+        + _dropped_notes(cells)
+        + band_notes,
         "clauses": cells,
         "validity": checks,
         "set_aside": [{"repetition": rep, "reasons": why} for rep, why in aside.items()],
@@ -111,6 +118,9 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
             "repetitions_seen": sorted({item.repetition for item in items}),
         },
     }
+    if bands is not None:  # advisory rows, never read by the verdict above
+        decision["replay_bands"] = band_rows
+    return decision
 
 
 def _carried(parsed: G3Terms, facts: G3Context) -> int:

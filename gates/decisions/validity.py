@@ -279,7 +279,7 @@ def _arm_check(item: Measurement) -> ValidityCheck:
 
 
 def _hit_rate_check(item: Measurement, floor: float) -> ValidityCheck:
-    rate, what = _offload_hit_rate(item)
+    rate, what = offload_hit_rate(item)
     if rate is None:
         return _check("external_hit_rate", item, None, floor, None, f"{what} not reported")
     ok = rate >= floor
@@ -293,7 +293,7 @@ def _hit_rate_check(item: Measurement, floor: float) -> ValidityCheck:
     )
 
 
-def _offload_hit_rate(item: Measurement) -> tuple[float | None, str]:
+def offload_hit_rate(item: Measurement) -> tuple[float | None, str]:
     """The offload arm's hit rate and what it is: the side service's own lookup hit rate when
     the cell's `hit_proof` names one (LMCache's counters), else the engine's external one."""
     where = f"measurements[{item.index}].server"

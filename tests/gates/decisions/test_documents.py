@@ -73,6 +73,8 @@ def _typed_dict_mismatches(value: Any, typed: Any, where: str) -> list[str]:
 def g3_results() -> list[dict]:
     offload_arm_missing = {**CONTEXT, "unavailable_arms": {"offload": "needs a GPU"}}
     two_tiers = g3_spec(tiers=[8, 16], statistics={"pool_tiers": True, "attempts": 2})
+    bands = [{"tier": 8, "band": [0.1, 0.3]}, {"tier": 16, "missing": "no saved KV plan"}]
+    replay_bands = {**CONTEXT, "replay_external_bands": bands}
     return [
         decide_g3(g3_spec(), paired([0.6] * 4), CONTEXT),  # pass at the first look
         decide_g3(g3_spec(), paired([0.95] * 4), CONTEXT),  # fail
@@ -83,6 +85,8 @@ def g3_results() -> list[dict]:
         decide_g3(g3_spec(), paired([0.6] * 4), {**CONTEXT, "attempt": 2}),  # budget spent
         decide_g3(two_tiers, paired([0.6] * 4) + paired([0.6] * 4, tier=16), CONTEXT),
         decide_g3(g3_spec(), [measurement("baseline", 1, 1000.0)], CONTEXT),  # a lone arm
+        # A replayed trace: one tier's offload cell against its band, the other's band missing.
+        decide_g3(two_tiers, paired([0.6] * 4) + paired([0.6] * 4, tier=16), replay_bands),
     ]
 
 
