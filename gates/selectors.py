@@ -42,6 +42,13 @@ def gate_clauses(gate: Gate) -> list[dict]:
     return clause_rows(decision.clauses if decision is not None else [])
 
 
+def gate_replay_bands(gate: Gate) -> list[dict]:
+    """A replayed G3's offload cells against the planner's band, from its latest decision."""
+    decision = gate_latest_decision(gate)
+    bands = (decision.result or {}).get("replay_bands") if decision is not None else None
+    return bands if isinstance(bands, list) else []
+
+
 def gates_with_latest(queryset: QuerySet) -> QuerySet:
     """Gates annotated with their latest spec version, the version in force and their latest
     engine decision, in one query (gate_readout builds the stored read from it)."""
@@ -61,7 +68,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 4
+READOUT_SHAPE = 5
 
 
 def gate_readout(gate_id: int) -> dict:
@@ -103,11 +110,14 @@ def readout_is_current(readout: dict | None) -> bool:
 
 
 def _decision_brief(gate: Gate) -> dict | None:
-    """Which version the latest decision used, and whether it counted (signed by both at its
-    start), from the gate's annotations (gates_with_latest)."""
+    """Which version the latest decision used, whether it counted (signed by both at its
+    start) and a replayed G3's band rows, from the gate's annotations (gates_with_latest)."""
     if gate.latest_decision_pk is None:
         return None
+    # A G3 on a replayed trace: its offload cells against the planner's band (advisory).
+    bands = gate.latest_decision_result_replay_bands
     return {
+        **({"replay_bands": bands} if bands is not None else {}),
         "id": gate.latest_decision_pk,
         "verdict": gate.latest_decision_verdict,
         "rehearsal": gate.latest_decision_rehearsal,
@@ -125,6 +135,7 @@ LATEST_DECISION_FIELDS = (
     "verdict",
     "rehearsal",
     "result__soak__compressed",
+    "result__replay_bands",
     "spec__version",
     "spec__digest",
     "created_at",

@@ -25,7 +25,13 @@ from gates.pages.overview import gate_label, gate_summary, gate_tone, next_actio
 from gates.pages.soak import view as soakview
 from gates.pages.statistics import g3_statistics
 from gates.planner.spec_check import spec_kv_warning
-from gates.selectors import clause_rows, engagement_last_host_id, gate_clauses, run_predicted_ttft
+from gates.selectors import (
+    clause_rows,
+    engagement_last_host_id,
+    gate_clauses,
+    gate_replay_bands,
+    run_predicted_ttft,
+)
 from gates.services.runs.attempts import run_spent_attempt
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.program.sequence import has_program
@@ -139,6 +145,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "run_states": Run.State.values,
             "decisions": gate.decisions.select_related("decided_by", "spec")[:20],
             "clauses": clauses,
+            "replay_bands": gate_replay_bands(gate),
             "summary": gate_summary(gate, clauses),
             "hosts": hosts,
             "default_host_id": engagement_last_host_id(gate.engagement),

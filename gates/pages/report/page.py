@@ -130,7 +130,8 @@ def report_context(
     facts, inventory_decision = _inventory_facts(gate, judged)
     host, gpus = inventory_table(facts)
     result = judged.result if judged and isinstance(judged.result, Mapping) else {}
-    clauses = clause_table(judged.clauses if judged else [])
+    # A replayed trace's advisory rows follow the clauses they never decide.
+    clauses = clause_table([*(judged.clauses if judged else []), *_replay_bands(result)])
     return {
         "gate": gate,
         "engagement": gate.engagement,
@@ -151,6 +152,11 @@ def report_context(
         "pdf": pdf,
         "headline": headline(decision, result),
     }
+
+
+def _replay_bands(result: Mapping[str, Any]) -> list:
+    bands = result.get("replay_bands")
+    return bands if isinstance(bands, list) else []
 
 
 def headline(decision: Decision, result: Mapping[str, Any]) -> dict[str, Any]:

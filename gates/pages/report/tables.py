@@ -7,7 +7,7 @@ reads "n/a", never an error (the stored JSON is evidence and is shown as it is).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gates import figures
@@ -73,7 +73,8 @@ class InventoryRow:
 
 
 def clause_table(clauses: Any) -> list[ClauseRow]:
-    """Rows of a decision's stored clauses: G3 clause x tier cells, G1, G2 and G4 checks."""
+    """Rows of a decision's stored clauses: G3 clause x tier cells (and a replayed trace's
+    offload cells against the planner's band, G3's `replay_bands`), G1, G2 and G4 checks."""
     rows = []
     for clause in _mappings(clauses):
         if "compare" in clause or "change" in clause:
@@ -191,13 +192,17 @@ def _g2_noise_floor(check: Mapping[str, Any]) -> ClauseRow:
     )
 
 
-def _g2_replay_band(check: Mapping[str, Any]) -> ClauseRow:
-    return _check_row(
+def _replay_band(check: Mapping[str, Any]) -> ClauseRow:
+    """G2's hit cell or a G3 offload cell (named by its arm and tier) against the band."""
+    row = _check_row(
         check,
         "offload tier hit rate within the planner's band (advisory, never the verdict)",
         bar=_fact(check.get("expected"), ""),
         estimate=_fact(check.get("observed"), ""),
     )
+    if check.get("arm") is None:
+        return row
+    return replace(row, name=f"{row.name} {check['arm']}, c={_text(check.get('tier'))}")
 
 
 G2_CHECKS = {
@@ -205,7 +210,7 @@ G2_CHECKS = {
     "equivalence": _g2_equivalence,
     "offload_hit": _g2_offload_hit,
     "noise_floor": _g2_noise_floor,
-    "replay_band": _g2_replay_band,
+    "replay_band": _replay_band,
 }
 
 

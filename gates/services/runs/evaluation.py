@@ -1,7 +1,7 @@
 """Turning what a run recorded into a verdict: the facts, observations and measurements the
 decision engine reads, gathered from the run's steps, the facts it needs beyond them (the KV
-planner's; a replayed G2 hit cell's band), and the decision it records; a trace replay's
-fidelity beside it, its hit rates against the planner's band."""
+planner's; a replayed G2 hit cell's or G3 offload cells' band), and the decision it records;
+a trace replay's fidelity beside it, its hit rates against the planner's band."""
 
 from __future__ import annotations
 
@@ -88,14 +88,25 @@ def g2_external_band(run: Run) -> dict | None:
     """The planner's band for a G2 hit cell's external hit rate when that cell replays a
     trace ({tier, band: [low, high]} or {tier, missing: why}); None for a synthetic hit cell.
     It travels in the decision context, so the offline verifier takes it as recorded."""
-    document = run.spec.document
-    hit = document.get("offload_hit") or {}
+    hit = run.spec.document.get("offload_hit") or {}
     workload = hit.get("workload") or {}
-    trace = workload.get("trace")
-    if not trace:
+    return trace_external_band(run, workload, int(hit["tier"])) if workload.get("trace") else None
+
+
+def g3_external_bands(run: Run) -> list[dict] | None:
+    """Per tier of a G3 that replays a trace, the planner's band for its offload cells'
+    external hit rate (as g2_external_band); None for a synthetic workload."""
+    document = run.spec.document
+    workload = document.get("workload") or {}
+    if not workload.get("trace"):
         return None
-    tier = int(hit["tier"])
-    # A down-sampled replay reads the curve its replay step drew of the kept sample.
+    return [trace_external_band(run, workload, int(tier)) for tier in document["tiers"]]
+
+
+def trace_external_band(run: Run, workload: dict, tier: int) -> dict:
+    """The band for one tier of a replayed workload, read off the trace's curve (a down-sampled
+    replay: the curve its replay step drew of the kept sample at that tier)."""
+    trace = workload["trace"]
     sampled = float(trace.get("sample_fraction", 1.0)) < 1.0
     profile = _sample_profile(run, workload, tier) if sampled else _trace_profile(run, trace)
     if sampled and profile is None:
@@ -116,9 +127,12 @@ def g2_external_band(run: Run) -> dict | None:
 def _sample_profile(run: Run, workload: dict, tier: int) -> dict | None:
     name = replay_name(workload, tier)
     for detail in run_steps(run):
-        built = (detail or {}).get("replays") or {}
-        if isinstance(built.get(name), dict):
-            return built[name].get("sample_profile")
+        detail = detail or {}
+        # A recorded step keeps what it returned under `progress` (gates.services.runs.recording).
+        for kept in (detail.get("progress") or {}, detail):
+            built = kept.get("replays") or {}
+            if isinstance(built.get(name), dict):
+                return built[name].get("sample_profile")
     return None
 
 
@@ -141,6 +155,9 @@ def run_decision_context(run: Run) -> dict:
             context["replay_external_band"] = band
     if run.spec.document["gate"] == "G3":
         context.update(g3_decision_context(run.gate))
+        bands = g3_external_bands(run)
+        if bands is not None:
+            context["replay_external_bands"] = bands
         if run.carried_repetitions:
             context["carried_repetitions"] = run.carried_repetitions
     return context
