@@ -13,6 +13,7 @@ from gates import selectors, services
 from gates.api.rest.idempotency import idempotent
 from gates.api.rest.pagination import PAGE_PARAMETERS, page_response, page_schema
 from gates.errors import NotAllowedError
+from gates.history.trace_points import trace_measured_points
 from gates.models import Engagement, WorkloadTrace
 from gates.tenancy import get_visible_or_404, viewer_for_request
 from runners.traces.readers.formats import FORMATS
@@ -59,6 +60,12 @@ class TraceDetailSerializer(TraceBriefSerializer):
     prediction = serializers.JSONField(allow_null=True, help_text="Hit share per tier, band.")
     prediction_missing = serializers.CharField(required=False)
     tier_inputs = serializers.JSONField(required=False)
+    measured = serializers.JSONField(
+        help_text="{points, missing}: the hit rates this engagement's G2 and G3 runs measured "
+        "replaying the trace, each at the capacity its cell ran with (run, gate, attempt, arm, "
+        "tier, kind gpu|tiers, capacity_tokens, hit, repetitions, sample); missing: why none "
+        "could be placed (gates.history.trace_points)."
+    )
 
 
 class TierInputsSerializer(serializers.Serializer):
@@ -120,4 +127,5 @@ class TraceDetailApi(APIView):
         trace = get_visible_or_404(queryset, viewer, pk=pk)
         tiers = TierInputsSerializer(data=request.query_params)
         tiers.is_valid(raise_exception=True)
-        return Response(selectors.trace_readout(trace, dict(tiers.validated_data)))
+        readout = selectors.trace_readout(trace, dict(tiers.validated_data))
+        return Response({**readout, "measured": trace_measured_points(trace, viewer)})

@@ -18,8 +18,14 @@ TIER_COLORS = {"gpu": "#128277", "dram": "#e8710a", "ssd": "#7b3fb5"}
 TIER_NAMES = {"gpu": "GPU KV pool", "dram": "DRAM", "ssd": "SSD"}
 
 
-def hit_curve_figure(profile: Mapping[str, Any], tiers: Sequence[Mapping[str, Any]] = ()) -> dict:
-    """F(C) on a log capacity axis, the infinite-cache ceiling, and a line per tier size."""
+def hit_curve_figure(
+    profile: Mapping[str, Any],
+    tiers: Sequence[Mapping[str, Any]] = (),
+    measured: Sequence[Mapping[str, Any]] = (),
+) -> dict:
+    """F(C) on a log capacity axis, the infinite-cache ceiling, a line per tier size, and the
+    hit rates this engagement's runs measured on the trace (gates.history.trace_points), one
+    legend entry per run and kind of point, the hover naming the run and the cell."""
     points = profile.get("hit_ratio_curve") or []
     figure = go.Figure()
     figure.add_trace(
@@ -48,9 +54,50 @@ def hit_curve_figure(profile: Mapping[str, Any], tiers: Sequence[Mapping[str, An
                 annotation_text=TIER_NAMES.get(tier["tier"], tier["tier"]),
                 annotation_position="top left",
             )
+    _measured_points(figure, measured)
     figure.update_xaxes(type="log", title="cache capacity (tokens)")
     figure.update_yaxes(title="hit ratio (% of input tokens)", range=[0, 100])
     return finish_figure(figure, 380)
+
+
+POINT_KINDS = {
+    "gpu": ("GPU cache", "circle"),
+    "tiers": ("GPU + offload tier", "diamond"),
+}
+
+
+def _measured_points(figure: go.Figure, measured: Sequence[Mapping[str, Any]]) -> None:
+    groups: dict[tuple[Any, str], list[Mapping[str, Any]]] = {}
+    for point in measured:
+        groups.setdefault((point["run"], point["kind"]), []).append(point)
+    for index, ((_, kind), points) in enumerate(groups.items()):
+        first = points[0]
+        words, symbol = POINT_KINDS.get(kind, (kind, "circle"))
+        run = f"{first['gate']} run #{first['attempt']}"
+        figure.add_trace(
+            go.Scatter(
+                x=[point["capacity_tokens"] for point in points],
+                y=[point["hit"] * 100 for point in points],
+                mode="markers",
+                marker={"symbol": symbol, "size": 11, "color": MEASURED_COLORS[index % 6]},
+                name=f"{run}: {words}, measured",
+                text=[_hover(run, words, point) for point in points],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+
+
+MEASURED_COLORS = ("#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+def _hover(run: str, words: str, point: Mapping[str, Any]) -> str:
+    sample = point.get("sample", 1.0)
+    sampled = f"; replayed {sample:.0%} of the sessions" if sample < 1.0 else ""
+    return (
+        f"{run}, {point['arm']} c={point['tier']}: {words} hit {point['hit']:.1%} of input "
+        f"tokens at {point['capacity_tokens']:,} tokens (mean of {point['repetitions']} "
+        f"repetitions{sampled})"
+    )
 
 
 def reuse_cdf_figure(profile: Mapping[str, Any]) -> dict:

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from gates import selectors, services
 from gates.charts.traces import arrival_rate_figure, hit_curve_figure, reuse_cdf_figure
 from gates.errors import ServiceError
+from gates.history.trace_points import trace_measured_points
 from gates.models import Engagement, WorkloadTrace
 from gates.tenancy import get_visible_or_404, viewer_for_request
 from runners.traces.readers.formats import FORMATS
@@ -77,6 +78,7 @@ def trace_detail(request: HttpRequest, pk: int) -> HttpResponse:
     tier_form = TierForm(request.GET or None)
     tiers = tier_form.cleaned_data if tier_form.is_valid() else {}
     readout = selectors.trace_readout(trace, tiers)
+    readout["measured"] = trace_measured_points(trace, viewer)
     readout["spec_reference_json"] = json.dumps(readout["spec_reference"])
     if (profile := readout.get("profile")) and profile.get("prefix_information"):
         readout["ceiling_pct"] = f"{profile['infinite_cache_hit_ratio']:.1%}"
@@ -100,6 +102,7 @@ def _figures(readout: dict) -> dict:
     tiers = (readout.get("prediction") or {}).get("tiers", [])
     figures = {"arrivals": arrival_rate_figure(profile)} if profile.get("arrivals") else {}
     if profile.get("prefix_information"):
-        figures["curve"] = hit_curve_figure(profile, tiers)
+        measured = (readout.get("measured") or {}).get("points", [])
+        figures["curve"] = hit_curve_figure(profile, tiers, measured)
         figures["reuse"] = reuse_cdf_figure(profile)
     return figures
