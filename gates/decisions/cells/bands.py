@@ -53,7 +53,7 @@ def parse_band(band: Any, field: str) -> BandContext:
     """One tier's band as the context carries it: {tier, band: [low, high]} or {tier, missing}."""
     tier = band.get("tier") if isinstance(band, dict) else None
     if not isinstance(tier, int) or isinstance(tier, bool):
-        raise EvidenceError(f"{field}.tier", "must be the hit cell's concurrency tier")
+        raise EvidenceError(f"{field}.tier", "must be the replayed cell's concurrency tier")
     if isinstance(band.get("missing"), str):
         return {"tier": tier, "missing": band["missing"]}
     ends = band.get("band")
