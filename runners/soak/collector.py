@@ -32,6 +32,8 @@ LINE_FILE = "window-line.json"
 NOT_KEPT = "SHA-256 mismatch, not kept"
 DEFAULT_MAX_RESTARTS = 3
 # The GPU probes in the order the agent tries them, and whose GPUs each one reads.
+# The bench clients whose result file a soak window reads (docs/adapters.md).
+BENCH_TOOLS = ("vllm-bench", "aiperf", "sglang-bench", "guidellm")
 GPU_PROBE_VENDORS = {"gpu_nvidia": "nvidia", "gpu_amd": "amd", "gpu_rocm": "amd"}
 
 
@@ -89,6 +91,8 @@ def agent_config(
         "serve_argv": fill(commands["serve"][SOAK_ARM], values),
         "bench_argv": fill(template, bench_values),
         "bench_result": f"{paths.data_dir}/bench-current.json",
+        # The adapter that reads it; every window line carries it (windows before it: vllm-bench).
+        "bench_tool": engine.bench_tool,
         "health_url": base_url + engine.health_path,
         "metrics_url": base_url + engine.metrics_path,
         **_gpu_probes(commands, values),
@@ -212,7 +216,7 @@ def _window(record: dict[str, Any]) -> Window:
 
 def window_artifacts(window: Window) -> list[Artifact]:
     tools = {
-        "bench.json": "vllm-bench",
+        "bench.json": bench_tool(window.line) or "bench-unknown",
         "smi.txt": "gpu-inventory",
         "bench.log": "bench-log",
         fitness.KERNEL_LOG_FILE: "kernel-log",
@@ -279,15 +283,31 @@ def _bench_numbers(window: Window, sample: dict[str, Any], notes: list[str]) -> 
         if not sample["crashed"]:
             notes.append(f"the bench left no result (exit {window.line.get('bench_exit')})")
         return
+    tool = bench_tool(window.line)
+    if tool is None:
+        notes.append(f"bench result unread: unknown bench tool {window.line['bench_tool']!r:.60}")
+        return
     try:
-        run = adapters.parse(raw, tool="vllm-bench")["runs"][0]
+        run = adapters.parse(raw, tool=tool)["runs"][0]
     except (adapters.AdapterError, IndexError) as error:
         notes.append(f"bench result unreadable: {error}")
         return
     sample["completed"], sample["failed"] = run.get("completed"), run.get("failed")
     sample["output_throughput"] = run.get("output_throughput")
     ttft = run.get("ttft_ms") or {}
-    sample["ttft_p50_ms"], sample["ttft_p99_ms"] = ttft.get("p50"), ttft.get("p99")
+    # AIPerf names its 50th percentile `median`; vllm-bench's is `p50` (--metric-percentiles),
+    # and a stored vllm-bench window without it stays without it (the verifier re-derives it).
+    median = None if tool == "vllm-bench" else ttft.get("median")
+    sample["ttft_p50_ms"] = ttft.get("p50", median)
+    sample["ttft_p99_ms"] = ttft.get("p99")
+
+
+def bench_tool(line: dict[str, Any]) -> str | None:
+    """The adapter of the window's bench result: the one the agent's config named (a line
+    naming none was written by an agent that only ran vllm-bench); None for a name that is no
+    bench client's."""
+    tool = line.get("bench_tool", "vllm-bench")
+    return tool if tool in BENCH_TOOLS else None
 
 
 def _server_numbers(window: Window, sample: dict[str, Any], notes: list[str]) -> None:
