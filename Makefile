@@ -61,14 +61,21 @@ VLLM_VENV := var/vllm-venv
 $(VLLM_VENV)/.installed-vllm: pyproject.toml bin/vllm-venv
 	$(PYTHON) bin/vllm-venv $(VLLM_VENV)
 
-test-vllm: $(VENV)/.installed-test .env system-packages services $(VLLM_VENV)/.installed-vllm
+# AIPerf, the vllm-aiperf profile's bench client, in a virtualenv of its own (its pins clash
+# with vLLM's): docs/hosts.md "vLLM benched by AIPerf".
+$(VLLM_VENV)/aiperf/.installed-aiperf: pyproject.toml bin/aiperf-venv bin/aiperf-constraints.txt
+	$(PYTHON) bin/aiperf-venv $(VLLM_VENV)/aiperf
+
+test-vllm: $(VENV)/.installed-test .env system-packages services $(VLLM_VENV)/.installed-vllm \
+		$(VLLM_VENV)/aiperf/.installed-aiperf
 	TOLLGATE_VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -p no:xdist -q tests/realvllm
 
 # The other engines' profiles against their real tools (sglang 0.5, its own virtualenv): see
 # docs/hosts.md "Engines". No GPU: parsers and bench clients, not servers.
 ENGINES_VENV := var/engines-venv
 
-$(ENGINES_VENV)/.installed-engines: pyproject.toml bin/engines-venv bin/engines-requirements.txt bin/aiperf-constraints.txt
+$(ENGINES_VENV)/.installed-engines: pyproject.toml bin/engines-venv bin/engines-requirements.txt \
+		bin/aiperf-venv bin/aiperf-constraints.txt
 	$(PYTHON) bin/engines-venv $(ENGINES_VENV)
 
 test-engines: $(VENV)/.installed-test .env system-packages services $(ENGINES_VENV)/.installed-engines

@@ -164,10 +164,10 @@ def make_soak(count: int, label: str):
 
 
 def _engine_windows(soak) -> list[dict]:
-    from runners.soak import collector
+    from runners.soak import timeline
 
     rows = soak.run.soak_samples.values_list("seq", "window_start", "window_end", "metrics")
-    return [collector.engine_window(q, a.timestamp(), b.timestamp(), m) for q, a, b, m in rows]
+    return [timeline.engine_window(q, a.timestamp(), b.timestamp(), m) for q, a, b, m in rows]
 
 
 def measure_decision(counts: list[int]) -> None:

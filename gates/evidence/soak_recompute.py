@@ -26,7 +26,7 @@ from collections.abc import Collection
 from gates.decisions import EvidenceError, decide_gate
 from gates.evidence.recompute import decision_differences, differences
 from gates.specs.validation import parse_spec
-from runners.soak import collector, fitness
+from runners.soak import collector, fitness, timeline
 
 # The stored sample's fields that come from the window's line itself, not from a raw file.
 LINE_FIELDS = (
@@ -71,7 +71,7 @@ def recompute_soak(
         if health is not None:
             health, faults = fitness.health_fold(health, row["seq"], sample.get("health"))
             problems += _unfit(label, row["seq"], faults)
-    windows = [collector.engine_window(*window) for window in chain]
+    windows = [timeline.engine_window(*window) for window in chain]
     in_force = {**spec, "duration_h": spec["duration_h"] + (soak.get("extended_h") or 0)}
     try:
         result = decide_gate(
@@ -82,7 +82,7 @@ def recompute_soak(
     result["soak"] = {
         **{key: soak.get(key) for key in AS_RECORDED if key in soak},
         "compressed": spec["duration_h"] < 1,
-        "gaps": collector.find_gaps(chain),
+        "gaps": timeline.find_gaps(chain),
     }
     if health is not None:
         result["soak"]["health"] = health

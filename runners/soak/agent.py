@@ -266,6 +266,7 @@ class Agent:
             "crashed": crash is not None,
             "crash": crash,
             "bench_exit": bench_exit,
+            "bench_tool": self.config.get("bench_tool", "vllm-bench"),
             "files": sorted(os.listdir(folder)),
             "server_rss_bytes": rss_bytes(pid) if pid else None,
             "host_available_bytes": host_available_bytes(),

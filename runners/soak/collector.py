@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +30,10 @@ PROCESSES_FILE = "soakprocesses.py"
 LINE_FILE = "window-line.json"
 # A raw file that came damaged is not kept: its note is all that is left of it.
 NOT_KEPT = "SHA-256 mismatch, not kept"
-# Two windows further apart than this (beyond the restart of a crashed server, which the agent
-# counts inside the crashed window) mean nobody watched the product in between.
-GAP_TOLERANCE_S = 1.0
 DEFAULT_MAX_RESTARTS = 3
 # The GPU probes in the order the agent tries them, and whose GPUs each one reads.
+# The bench clients whose result file a soak window reads (docs/adapters.md).
+BENCH_TOOLS = ("vllm-bench", "aiperf", "sglang-bench", "guidellm")
 GPU_PROBE_VENDORS = {"gpu_nvidia": "nvidia", "gpu_amd": "amd", "gpu_rocm": "amd"}
 
 
@@ -93,6 +91,8 @@ def agent_config(
         "serve_argv": fill(commands["serve"][SOAK_ARM], values),
         "bench_argv": fill(template, bench_values),
         "bench_result": f"{paths.data_dir}/bench-current.json",
+        # The adapter that reads it; every window line carries it (windows before it: vllm-bench).
+        "bench_tool": engine.bench_tool,
         "health_url": base_url + engine.health_path,
         "metrics_url": base_url + engine.metrics_path,
         **_gpu_probes(commands, values),
@@ -216,7 +216,7 @@ def _window(record: dict[str, Any]) -> Window:
 
 def window_artifacts(window: Window) -> list[Artifact]:
     tools = {
-        "bench.json": "vllm-bench",
+        "bench.json": bench_tool(window.line) or "bench-unknown",
         "smi.txt": "gpu-inventory",
         "bench.log": "bench-log",
         fitness.KERNEL_LOG_FILE: "kernel-log",
@@ -283,15 +283,31 @@ def _bench_numbers(window: Window, sample: dict[str, Any], notes: list[str]) -> 
         if not sample["crashed"]:
             notes.append(f"the bench left no result (exit {window.line.get('bench_exit')})")
         return
+    tool = bench_tool(window.line)
+    if tool is None:
+        notes.append(f"bench result unread: unknown bench tool {window.line['bench_tool']!r:.60}")
+        return
     try:
-        run = adapters.parse(raw, tool="vllm-bench")["runs"][0]
+        run = adapters.parse(raw, tool=tool)["runs"][0]
     except (adapters.AdapterError, IndexError) as error:
         notes.append(f"bench result unreadable: {error}")
         return
     sample["completed"], sample["failed"] = run.get("completed"), run.get("failed")
     sample["output_throughput"] = run.get("output_throughput")
     ttft = run.get("ttft_ms") or {}
-    sample["ttft_p50_ms"], sample["ttft_p99_ms"] = ttft.get("p50"), ttft.get("p99")
+    # AIPerf names its 50th percentile `median`; vllm-bench's is `p50` (--metric-percentiles),
+    # and a stored vllm-bench window without it stays without it (the verifier re-derives it).
+    median = None if tool == "vllm-bench" else ttft.get("median")
+    sample["ttft_p50_ms"] = ttft.get("p50", median)
+    sample["ttft_p99_ms"] = ttft.get("p99")
+
+
+def bench_tool(line: dict[str, Any]) -> str | None:
+    """The adapter of the window's bench result: the one the agent's config named (a line
+    naming none was written by an agent that only ran vllm-bench); None for a name that is no
+    bench client's."""
+    tool = line.get("bench_tool", "vllm-bench")
+    return tool if tool in BENCH_TOOLS else None
 
 
 def _server_numbers(window: Window, sample: dict[str, Any], notes: list[str]) -> None:
@@ -323,53 +339,6 @@ def _smi_numbers(window: Window, sample: dict[str, Any]) -> None:
         return
     used = [gpu.get("memory_used_mib") for gpu in gpus if gpu.get("memory_used_mib") is not None]
     sample["gpu_memory_used_mib"] = sum(used) if used else None
-
-
-def engine_window(seq: int, start: float, end: float, metrics: dict[str, Any]) -> dict[str, Any]:
-    """A stored window in decide_g4's input shape."""
-    keys = (
-        "crashed",
-        "completed",
-        "failed",
-        "memory_bytes",
-        "output_throughput",
-        "ttft_p99_ms",
-        "external_hit_rate",
-    )
-    return {"seq": seq, "start": start, "end": end, **{key: metrics.get(key) for key in keys}}
-
-
-def find_gaps(windows: list[tuple[int, float, float, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Periods between consecutive windows (seq, start, end, metrics) nobody observed, with why:
-    the host rebooted (boot id changed) or the agent was down (another agent pid)."""
-    gaps = []
-    ordered = sorted(windows, key=lambda window: window[0])
-    for before, after in itertools.pairwise(ordered):
-        if after[1] - before[2] <= GAP_TOLERANCE_S:
-            continue
-        gaps.append(
-            {
-                "after_seq": before[0],
-                "start": before[2],
-                "end": after[1],
-                "seconds": round(after[1] - before[2], 3),
-                "cause": _gap_cause(before[3], after[3]),
-            }
-        )
-    return gaps
-
-
-def _gap_cause(before: dict[str, Any], after: dict[str, Any]) -> str:
-    if before.get("boot_id") != after.get("boot_id"):
-        return "host rebooted (boot id changed)"
-    if before.get("agent_pid") != after.get("agent_pid"):
-        return "agent down (restarted)"
-    return "agent did not record"
-
-
-def unobserved_allowance_s(spec: dict[str, Any]) -> float:
-    """How long the spec lets a soak go unobserved in all."""
-    return float(spec["limits"]["max_unobserved_pct"] / 100 * spec["duration_h"] * 3600)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from gates.services.runs.workorder import run_execution
 from gates.services.soak.verdict import soak_decide, soak_summary_fold
 from gates.specs.validation import parse_spec
 from runners.program.workorder import RunPlan
-from runners.soak import collector, fitness
+from runners.soak import collector, fitness, timeline
 
 MAX_AGENT_GENERATIONS = 4
 # The agent's exit codes (runners/soak/agent.py) that end a soak without a verdict.
@@ -228,7 +228,7 @@ def _store_windows(soak: Soak, windows: list[collector.Window]) -> int:
     chain = [_as_window(previous)] if previous else []
     # The stored (microsecond) times, as the decision reads them: a verifier re-finds the gaps.
     chain += [_as_window(row) for row in rows]
-    soak.gaps = [*soak.gaps, *collector.find_gaps(chain)]
+    soak.gaps = [*soak.gaps, *timeline.find_gaps(chain)]
     soak.last_seq = max(soak.last_seq, fresh[-1].seq)
     soak_summary_fold(soak, rows)
     _watch_health(soak, rows)
@@ -328,7 +328,7 @@ def _unreachable_allowance_s(soak: Soak) -> float:
     """The spec's unobserved allowance, but never less than the operator's floor: a short SSH
     outage must not end a compressed soak whose whole allowance is a second."""
     spec = soak.run.spec.document
-    return max(collector.unobserved_allowance_s(spec), float(settings.TOLLGATE_SOAK_UNREACHABLE_S))
+    return max(timeline.unobserved_allowance_s(spec), float(settings.TOLLGATE_SOAK_UNREACHABLE_S))
 
 
 def _finish(soak: Soak, exit_info: dict) -> str:

@@ -21,7 +21,7 @@ from gates.decisions.g4_summary import (
 from gates.decisions.windows import parse_windows
 from gates.models import Soak, SoakPoint, SoakSample
 from gates.specs.validation import parse_spec
-from runners.soak import collector
+from runners.soak import timeline
 
 
 def soak_summary_fold(soak: Soak, rows: list[SoakSample]) -> None:
@@ -33,7 +33,7 @@ def soak_summary_fold(soak: Soak, rows: list[SoakSample]) -> None:
         SoakPoint.objects.filter(run_id=soak.run_id).delete()
         rows = list(soak.run.soak_samples.order_by("seq"))
     summary: G4Summary = soak.summary
-    windows = [collector.engine_window(*_as_window(row)) for row in rows]
+    windows = [timeline.engine_window(*_as_window(row)) for row in rows]
     points = summary_fold(summary, parse_windows(windows))
     SoakPoint.objects.bulk_create(
         [
@@ -103,7 +103,7 @@ def _every_window(soak: Soak) -> list[dict]:
         "seq", "window_start", "window_end", "metrics"
     )
     return [
-        collector.engine_window(seq, start.timestamp(), end.timestamp(), metrics)
+        timeline.engine_window(seq, start.timestamp(), end.timestamp(), metrics)
         for seq, start, end, metrics in samples
     ]
 

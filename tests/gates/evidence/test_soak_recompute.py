@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from gates.decisions import decide_gate
 from gates.evidence.soak_recompute import recompute_soak
 from gates.specs import validation as specs
-from runners.soak import collector, fitness
+from runners.soak import collector, fitness, timeline
 from tests.runners.soak.test_soak_health import smi
 from tests.runners.soak.test_soak_health_amd import amd_files
 
@@ -48,13 +48,13 @@ def collected(
         stored.append({"seq": entry["seq"], "start": entry["start"], "end": entry["end"]})
         stored[-1]["metrics"] = metrics
         chain.append((entry["seq"], entry["start"], entry["end"], metrics))
-    windows = [collector.engine_window(*window) for window in chain]
+    windows = [timeline.engine_window(*window) for window in chain]
     exit_at = lines[-1]["end"] + 0.5
     result = decide_gate(spec(), windows, {"started_at": STARTED, "ended_at": exit_at})
     result["soak"] = {
         "compressed": True,
         "extended_h": 0,
-        "gaps": collector.find_gaps(chain),
+        "gaps": timeline.find_gaps(chain),
         "notes": [],
         "stop_reason": "",
         "agent_generations": 1,

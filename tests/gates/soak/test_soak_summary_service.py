@@ -12,7 +12,7 @@ from gates.decisions import decide_gate
 from gates.models import Run, Soak, SoakPoint
 from gates.services.soak import ticks as soak_service
 from gates.services.soak.verdict import soak_decide, soak_spec_in_force
-from runners.soak import collector
+from runners.soak import collector, timeline
 
 T0 = 1.8e9
 
@@ -41,7 +41,7 @@ def soak(engagement) -> Soak:
 def every_window_decision(soak: Soak) -> dict:
     rows = soak.run.soak_samples.order_by("seq")
     windows = [
-        collector.engine_window(
+        timeline.engine_window(
             r.seq, r.window_start.timestamp(), r.window_end.timestamp(), r.metrics
         )
         for r in rows
