@@ -160,7 +160,10 @@ def test_a_clean_compressed_soak_passes_with_every_window_stored_once_and_disk_p
     checks = {row["check"]: row for row in decision.clauses}
     assert checks["crashes"]["observed"] == 0
     # While it ran, acknowledged windows' raw files were pruned on the host; the lines stayed.
-    assert any(raw_dirs < stored / 2 for stored, raw_dirs, _ in on_disk), on_disk
+    # Every stored window had a raw directory, so fewer directories than stored windows is a
+    # prune (half of them was asked before: a loaded box that stores 4 windows in all sees
+    # (4, 2, 4) once, pruned, and failed at load 9-12 on 2 cores, 2026-12-03).
+    assert any(raw_dirs < stored for stored, raw_dirs, _ in on_disk), on_disk
     assert all(lines >= stored for stored, _, lines in on_disk), on_disk
     soak = Soak.objects.get(run=run)
     assert soak.agent_exit["code"] == 0
