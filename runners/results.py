@@ -102,8 +102,17 @@ def with_side_services(
 ) -> dict[str, Any]:
     """The engine's server facts with the side services' own (`side_services`, by name) and
     `hit_proof`: the side service whose lookup hit rate proves the offload tier's hits when
-    the profile names one that ran, else "engine" (the engine's external hit rate)."""
-    return {**server, "side_services": facts, "hit_proof": proof if proof in facts else "engine"}
+    the profile names one that ran, else "engine" (the engine's external hit rate).
+
+    A tier behind a KV connector (LMCacheMPConnector) is its side service's: vLLM's cache
+    config then reports no offloading of its own, so when the hit proof's counters were read
+    the arm's `offload_enabled` is true, and the engine's own report is kept beside it."""
+    named = proof if proof in facts else "engine"
+    found = {**server, "side_services": facts, "hit_proof": named}
+    if named != "engine" and server.get("offload_enabled") is False:
+        found["engine_offload_enabled"] = server.get("offload_enabled")
+        found["offload_enabled"] = True
+    return found
 
 
 def kept_side_services(

@@ -180,3 +180,25 @@ def _statistics_for_simhost(document: dict) -> None:
     statistics.pop("spread_level", None)
     statistics["outliers"].pop("screen_level", None)
     statistics["outliers"].pop("step_level", None)
+
+
+# The two ways a simhost host runs LMCache's multi-process server beside the engine: the simhost
+# profile's offload_backend lmcache (vLLM's --kv-offloading-backend), and the simhost-lmcache
+# profile (LMCacheMPConnector in --kv-transfer-config, lmcache server's own flags and ports).
+LMCACHE_SETUPS = ("offload-backend", "profile")
+
+
+def use_lmcache(host: Host, setup: str) -> Host:
+    """Point a simhost host at LMCache as `setup` (one of LMCACHE_SETUPS) runs it, on free ports."""
+    if setup == "profile":
+        host.profile = Profile.objects.get(name="simhost-lmcache")
+        ports = {"lmcache_mp_port", "lmcache_http_port", "lmcache_metrics_port"}
+        host.parameters = {**host.parameters, **{name: free_port() for name in ports}}
+    else:
+        host.parameters = {
+            **host.parameters,
+            "offload_backend": "lmcache",
+            "lmcache_http_port": free_port(),
+        }
+    host.save(update_fields=["profile", "parameters"])
+    return host
