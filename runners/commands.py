@@ -285,6 +285,8 @@ PLACEHOLDERS: dict[str, Kind] = {
     "mooncake_rpc_port": integer(1, 65535),
     "mooncake_metrics_port": integer(1, 65535),
     "mooncake_metadata_port": integer(1, 65535),
+    # The JSON file vLLM's MooncakeStoreConnector reads (MOONCAKE_CONFIG_PATH), on the host.
+    "mooncake_config_path": absolute_path(),
     # Dynamo KVBM: the host tier in GB, and the port of its own metrics endpoint.
     "kvbm_cpu_cache_gb": number(0.0, 1_048_576.0),
     "kvbm_metrics_port": integer(1, 65535),

@@ -202,3 +202,34 @@ def use_lmcache(host: Host, setup: str) -> Host:
         }
     host.save(update_fields=["profile", "parameters"])
     return host
+
+
+# The Mooncake store behind each engine simhost plays: SGLang HiCache's L3 storage, and vLLM's
+# MooncakeStoreConnector (the config file its MOONCAKE_CONFIG_PATH names, written here as a
+# host's owner would).
+MOONCAKE_PROFILES = ("simhost-sglang-mooncake", "simhost-mooncake")
+
+
+def use_mooncake(host: Host, profile: str) -> Host:
+    """Point a simhost host at a Mooncake profile, its master's three ports free."""
+    ports = {
+        name: free_port()
+        for name in ("mooncake_rpc_port", "mooncake_metrics_port", "mooncake_metadata_port")
+    }
+    config = Path(host.parameters["sim_host_config"]).with_name("mooncake.json")
+    config.write_text(
+        json.dumps(
+            {
+                "metadata_server": f"http://127.0.0.1:{ports['mooncake_metadata_port']}/metadata",
+                "master_server_address": f"127.0.0.1:{ports['mooncake_rpc_port']}",
+                "global_segment_size": "4gb",
+                "local_buffer_size": "2gb",
+                "protocol": "tcp",
+                "device_name": "",
+            }
+        )
+    )
+    host.profile = Profile.objects.get(name=profile)
+    host.parameters = {**host.parameters, **ports, "mooncake_config_path": str(config)}
+    host.save(update_fields=["profile", "parameters"])
+    return host

@@ -94,7 +94,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 # The connectors whose tier a side service holds (its size is the service's); simhost emulates the
 # tier inside the engine, sized as the host's whole offload tier.
-OFFLOAD_CONNECTORS = ("LMCacheMPConnector",)
+OFFLOAD_CONNECTORS = ("LMCacheMPConnector", "MooncakeStoreConnector")
 
 
 def _transfer_config(text: str) -> Dict[str, Any]:
