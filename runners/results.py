@@ -14,6 +14,7 @@ from typing import Any
 
 from runners import adapters, jsonlimits
 from runners.adapters import AdapterError
+from runners.adapters.kvbm_metrics import kvbm_facts
 from runners.adapters.lmcache_metrics import lookup_facts
 from runners.adapters.mooncake_metrics import store_facts
 from runners.artifact import Artifact
@@ -91,6 +92,7 @@ def service_scrape(
 SERVICE_FACTS = {
     "lmcache-metrics": lookup_facts,
     "mooncake-metrics": store_facts,
+    "kvbm-metrics": kvbm_facts,
 }
 
 

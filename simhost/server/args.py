@@ -29,6 +29,7 @@ from simhost.server.faults import (
     build_fault_config,
     parse_fault_text,
 )
+from simhost.server.kvbm import KvbmError, kvbm_values
 
 
 class UsageError(ValueError):
@@ -51,6 +52,7 @@ class ServeSettings:
     virtual_clock: bool = True
     speed: float = 1.0  # this run's seeded speed factor (--noise-cv)
     personality: str = "vllm"  # whose names the server answers in: vllm, or sglang (launch_server)
+    kvbm_metrics_port: Optional[int] = None  # Dynamo KVBM's own /metrics (simhost/server/kvbm.py)
 
 
 FAULT_FLAGS = (
@@ -94,7 +96,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 # The connectors whose tier a side service holds (its size is the service's); simhost emulates the
 # tier inside the engine, sized as the host's whole offload tier.
-OFFLOAD_CONNECTORS = ("LMCacheMPConnector", "MooncakeStoreConnector")
+OFFLOAD_CONNECTORS = ("LMCacheMPConnector", "MooncakeStoreConnector", "DynamoConnector")
 
 
 def _transfer_config(text: str) -> Dict[str, Any]:
@@ -290,6 +292,10 @@ def serve_settings(
 ) -> ServeSettings:
     """Everything `serve` needs, validated; raises UsageError naming the flag."""
     values = _with_scenario(args)
+    try:
+        kvbm_port = kvbm_values(values, environ)
+    except KvbmError as error:
+        raise UsageError(str(error)) from None
     config = engine_config(values, host)
     time_scale = _given(values, "time_scale", 1.0)
     if time_scale <= 0 or not 0 < args.gpu_memory_utilization <= 1:
@@ -312,6 +318,7 @@ def serve_settings(
         virtual_clock=(values.get("clock") or "virtual") == "virtual",
         speed=run_speed(_given(values, "noise_cv", 0.0), values.get("noise_seed")),
         personality=values.get("personality") or "vllm",
+        kvbm_metrics_port=kvbm_port,
     )
 
 
