@@ -246,6 +246,10 @@ PLACEHOLDERS: dict[str, Kind] = {
     "run_root": absolute_path(),
     # The HTTP port of LMCache's multi-process server (its health check), offload_backend lmcache.
     "lmcache_http_port": integer(1, 65535),
+    # The lmcache profile: its server's ZMQ port (LMCacheMPConnector's lmcache.mp.port) and its
+    # Prometheus port (the lmcache_mp_* counters).
+    "lmcache_mp_port": integer(1, 65535),
+    "lmcache_metrics_port": integer(1, 65535),
     # cold_recovery's flush phase (docs/gates.md): how many unrelated prompts, and their seed.
     "flush_prompts": integer(1, 10_000_000),
     "flush_seed": integer(0, 2**32 - 1),
@@ -281,6 +285,8 @@ PLACEHOLDERS: dict[str, Kind] = {
     "mooncake_rpc_port": integer(1, 65535),
     "mooncake_metrics_port": integer(1, 65535),
     "mooncake_metadata_port": integer(1, 65535),
+    # The JSON file vLLM's MooncakeStoreConnector reads (MOONCAKE_CONFIG_PATH), on the host.
+    "mooncake_config_path": absolute_path(),
     # Dynamo KVBM: the host tier in GB, and the port of its own metrics endpoint.
     "kvbm_cpu_cache_gb": number(0.0, 1_048_576.0),
     "kvbm_metrics_port": integer(1, 65535),

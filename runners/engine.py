@@ -38,11 +38,14 @@ class SideService:
     metadata server, ...): started in order before the engine, health-checked, stopped with it.
 
     `when` holds value conditions (offload_backend must be "lmcache"); `metrics`, when given,
-    is a command printing the service's own counters, read with `metrics_tool`."""
+    is a command printing the service's own counters, read with `metrics_tool`. Without `start`
+    it is an endpoint the engine's own process serves (Dynamo KVBM's metrics port inside vLLM):
+    nothing is launched, health-checked or stopped for it; its counters are read as any
+    side service's."""
 
     name: str
     arms: tuple[str, ...]
-    start: list[str]
+    start: list[str] | None
     health: list[str] | None = None
     metrics: list[str] | None = None
     metrics_tool: str | None = None
@@ -79,8 +82,12 @@ class Engine:
         return name if isinstance(name, str) else None
 
     def services_for(self, arm_kind: str, values: Mapping[str, Any]) -> list[SideService]:
-        """The side services this arm starts, in start order."""
+        """The side services this arm runs (an engine's own endpoint among them), in order."""
         return [service for service in self.side_services if service.runs_with(arm_kind, values)]
+
+    def launched_for(self, arm_kind: str, values: Mapping[str, Any]) -> list[SideService]:
+        """This arm's side services that are processes of their own, in start order."""
+        return [service for service in self.services_for(arm_kind, values) if service.start]
 
     def metered_for(self, arm_kind: str, values: Mapping[str, Any]) -> list[SideService]:
         """This arm's side services whose own counters are read around a bench (a `metrics`
@@ -148,8 +155,14 @@ def _service(item: Any, where: str) -> SideService:
         raise SpecError(f"arms must be among {', '.join(ARM_KINDS)}", field=f"{where}.arms")
     for key in ("start", "health", "metrics"):
         value = item.get(key)
-        if (key == "start" or value is not None) and not _is_template(value):
+        if value is not None and not _is_template(value):
             raise SpecError("must be a non-empty list of strings", field=f"{where}.{key}")
+    # Only an engine's own endpoint goes without a start: it has counters and no health check.
+    if item.get("start") is None and (not item.get("metrics") or item.get("health")):
+        raise SpecError(
+            "a service without a start is the engine's own metrics endpoint: metrics, no health",
+            field=f"{where}.start",
+        )
     tool = item.get("metrics_tool")
     if item.get("metrics") and (not isinstance(tool, str) or not tool):
         raise SpecError(
@@ -161,7 +174,7 @@ def _service(item: Any, where: str) -> SideService:
     return SideService(
         name=name,
         arms=arms,
-        start=list(item["start"]),
+        start=list(item["start"]) if item.get("start") else None,
         health=list(item["health"]) if item.get("health") else None,
         metrics=list(item["metrics"]) if item.get("metrics") else None,
         metrics_tool=item.get("metrics_tool"),

@@ -14,7 +14,9 @@ from typing import Any
 
 from runners import adapters, jsonlimits
 from runners.adapters import AdapterError
+from runners.adapters.kvbm_metrics import kvbm_facts
 from runners.adapters.lmcache_metrics import lookup_facts
+from runners.adapters.mooncake_metrics import store_facts
 from runners.artifact import Artifact
 from runners.engine import Engine
 
@@ -87,7 +89,11 @@ def service_scrape(
 
 
 # What each side service's metrics adapter says about one bench, from its two scrapes.
-SERVICE_FACTS = {"lmcache-metrics": lookup_facts}
+SERVICE_FACTS = {
+    "lmcache-metrics": lookup_facts,
+    "mooncake-metrics": store_facts,
+    "kvbm-metrics": kvbm_facts,
+}
 
 
 def service_facts(tool: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -102,8 +108,18 @@ def with_side_services(
 ) -> dict[str, Any]:
     """The engine's server facts with the side services' own (`side_services`, by name) and
     `hit_proof`: the side service whose lookup hit rate proves the offload tier's hits when
-    the profile names one that ran, else "engine" (the engine's external hit rate)."""
-    return {**server, "side_services": facts, "hit_proof": proof if proof in facts else "engine"}
+    the profile names one that ran, else "engine" (the engine's external hit rate).
+
+    A tier behind a KV connector (LMCacheMPConnector, MooncakeStoreConnector) is its side
+    services': vLLM's cache config then reports no offloading of its own, so when a side
+    service's counters were read the arm's `offload_enabled` is true, and the engine's own
+    report is kept beside it (`engine_offload_enabled`)."""
+    named = proof if proof in facts else "engine"
+    found = {**server, "side_services": facts, "hit_proof": named}
+    if facts and server.get("offload_enabled") is False:
+        found["engine_offload_enabled"] = server.get("offload_enabled")
+        found["offload_enabled"] = True
+    return found
 
 
 def kept_side_services(

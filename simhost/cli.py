@@ -15,7 +15,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from simhost import __version__, lmcache
+from simhost import __version__, lmcache, mooncake
 from simhost.host.config import (
     HOST_PRESETS,
     ForeignProcess,
@@ -106,6 +106,13 @@ def build_parser() -> OneLineParser:
         "lookup counters are what the emulated engine's offload tier looked up and hit.",
     )
     lmcache.add_arguments(lmcache_server)
+    mooncake_master = commands.add_parser(
+        "mooncake-master",
+        help="the Mooncake store's master with its HTTP metadata server: health and counters",
+        description="A TEST DOUBLE of mooncake_master: /health, master_* counters off the "
+        "emulated engine's offload tier, and the HTTP metadata server's /metadata store.",
+    )
+    mooncake.add_arguments(mooncake_master)
     scenarios = commands.add_parser("scenarios", help="list scenarios or print one's commands")
     scenarios.add_argument("name", nargs="?", choices=sorted(SCENARIOS))
     return parser
@@ -299,6 +306,8 @@ def _dispatch(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         return cmd_scenarios(args)
     if args.command == "lmcache-server":
         return lmcache.serve(args)
+    if args.command == "mooncake-master":
+        return mooncake.serve(args)
     host = resolve_host_config(args.host_config, args.host_preset, environ)
     handlers: Dict[str, Callable[[], int]] = {
         "serve": lambda: cmd_serve(args, host, environ),

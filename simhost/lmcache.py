@@ -1,8 +1,13 @@
 """`simhost lmcache-server`: a TEST DOUBLE of LMCache's multi-process server's HTTP frontend,
 the side service the vLLM profiles start before vLLM when `offload_backend` is `lmcache`.
 
-It serves `/api/healthcheck` and `/metrics` with LMCache's lookup counters
-(`lmcache_mp_lookup_{requested,hit,hit_l1,hit_l2}_tokens_total`). simhost has one offload tier
+It takes `lmcache server`'s flags (lmcache 0.5.6: `--host`, `--port`, `--l1-size-gb`,
+`--eviction-policy`, `--chunk-size`, `--http-host`, `--http-port`, `--prometheus-port`; all but
+the ports are accepted and unused) and serves, on its HTTP port, `/healthcheck` (the route
+lmcache 0.5.6's HTTP frontend answers, `{"status": "healthy"}`) and `/api/healthcheck` (the
+path LMCache's quickstart documents), and `/metrics` with LMCache's lookup counters
+(`lmcache_mp_lookup_{requested,hit,hit_l1,hit_l2}_tokens_total`), on its Prometheus port too
+when given (where the real server exports them). simhost has one offload tier
 and it lives inside the emulated engine, so what this server counts is what that tier saw: at
 every scrape it reads the engine's `/metrics` and reports its external prefix cache queries as
 tokens looked up and its hits as tokens hit, all of them in L1 (the emulated tier is one level
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Dict
@@ -63,8 +69,8 @@ def read_engine(url: str) -> Dict[str, float]:
 def handler_for(engine_metrics_url: str) -> type:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path == "/api/healthcheck":
-                self._answer(200, "text/plain", "OK\n")
+            if self.path in ("/healthcheck", "/api/healthcheck"):
+                self._answer(200, "application/json", '{"status":"healthy"}')
             elif self.path == "/metrics":
                 page = lmcache_page(read_engine(engine_metrics_url))
                 self._answer(200, "text/plain; version=0.0.4", page)
@@ -88,6 +94,13 @@ def handler_for(engine_metrics_url: str) -> type:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-host", default="127.0.0.1")
     parser.add_argument("--http-port", type=int, required=True)
+    parser.add_argument("--prometheus-port", type=int, help="/metrics here too (LMCache's)")
+    # lmcache server's own flags, taken as it takes them: simhost's tier lives in the engine.
+    parser.add_argument("--host", default="localhost", help="ZMQ host (unused)")
+    parser.add_argument("--port", type=int, default=5555, help="ZMQ port (unused)")
+    parser.add_argument("--l1-size-gb", type=float, help="L1 size (unused)")
+    parser.add_argument("--eviction-policy", default="LRU", help="(unused)")
+    parser.add_argument("--chunk-size", type=int, default=256, help="(unused)")
     parser.add_argument("--engine-metrics-url", required=True, help="the engine's /metrics")
 
 
@@ -97,6 +110,9 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     handler = handler_for(args.engine_metrics_url)
     server = ThreadingHTTPServer((args.http_host, args.http_port), handler)
+    if args.prometheus_port:
+        metrics = ThreadingHTTPServer((args.http_host, args.prometheus_port), handler)
+        threading.Thread(target=metrics.serve_forever, daemon=True).start()
     try:
         server.serve_forever()
     finally:

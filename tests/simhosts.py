@@ -180,3 +180,56 @@ def _statistics_for_simhost(document: dict) -> None:
     statistics.pop("spread_level", None)
     statistics["outliers"].pop("screen_level", None)
     statistics["outliers"].pop("step_level", None)
+
+
+# The two ways a simhost host runs LMCache's multi-process server beside the engine: the simhost
+# profile's offload_backend lmcache (vLLM's --kv-offloading-backend), and the simhost-lmcache
+# profile (LMCacheMPConnector in --kv-transfer-config, lmcache server's own flags and ports).
+LMCACHE_SETUPS = ("offload-backend", "profile")
+
+
+def use_lmcache(host: Host, setup: str) -> Host:
+    """Point a simhost host at LMCache as `setup` (one of LMCACHE_SETUPS) runs it, on free ports."""
+    if setup == "profile":
+        host.profile = Profile.objects.get(name="simhost-lmcache")
+        ports = {"lmcache_mp_port", "lmcache_http_port", "lmcache_metrics_port"}
+        host.parameters = {**host.parameters, **{name: free_port() for name in ports}}
+    else:
+        host.parameters = {
+            **host.parameters,
+            "offload_backend": "lmcache",
+            "lmcache_http_port": free_port(),
+        }
+    host.save(update_fields=["profile", "parameters"])
+    return host
+
+
+# The Mooncake store behind each engine simhost plays: SGLang HiCache's L3 storage, and vLLM's
+# MooncakeStoreConnector (the config file its MOONCAKE_CONFIG_PATH names, written here as a
+# host's owner would).
+MOONCAKE_PROFILES = ("simhost-sglang-mooncake", "simhost-mooncake")
+
+
+def use_mooncake(host: Host, profile: str) -> Host:
+    """Point a simhost host at a Mooncake profile, its master's three ports free."""
+    ports = {
+        name: free_port()
+        for name in ("mooncake_rpc_port", "mooncake_metrics_port", "mooncake_metadata_port")
+    }
+    config = Path(host.parameters["sim_host_config"]).with_name("mooncake.json")
+    config.write_text(
+        json.dumps(
+            {
+                "metadata_server": f"http://127.0.0.1:{ports['mooncake_metadata_port']}/metadata",
+                "master_server_address": f"127.0.0.1:{ports['mooncake_rpc_port']}",
+                "global_segment_size": "4gb",
+                "local_buffer_size": "2gb",
+                "protocol": "tcp",
+                "device_name": "",
+            }
+        )
+    )
+    host.profile = Profile.objects.get(name=profile)
+    host.parameters = {**host.parameters, **ports, "mooncake_config_path": str(config)}
+    host.save(update_fields=["profile", "parameters"])
+    return host

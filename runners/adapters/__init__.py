@@ -34,7 +34,9 @@ from runners.adapters.host_facts import (
     parse_vllm_version,
 )
 from runners.adapters.kernel_log import parse_kernel_log
+from runners.adapters.kvbm_metrics import parse_kvbm_metrics
 from runners.adapters.lmcache_metrics import parse_lmcache_metrics
+from runners.adapters.mooncake_metrics import parse_mooncake_metrics
 from runners.adapters.replay_records import parse_replay_records
 from runners.adapters.sglang_bench import is_sglang_bench, json_text, parse_sglang_bench
 from runners.adapters.sglang_metrics import parse_sglang_metrics
@@ -72,12 +74,16 @@ ADAPTERS: dict[str, Adapter] = {
     "sglang-metrics": parse_sglang_metrics,
     "engine-version": parse_engine_version,
     "lmcache-metrics": parse_lmcache_metrics,
+    "mooncake-metrics": parse_mooncake_metrics,
+    "kvbm-metrics": parse_kvbm_metrics,
 }
 # Keys only a `vllm bench serve` result carries (besides the mean_ttft_ms-style aggregates).
 VLLM_BENCH_KEYS = ("completed", "duration", "request_throughput", "num_prompts", "model_id")
 PROMETHEUS_VLLM = re.compile(r"^(# (HELP|TYPE) )?vllm:[a-zA-Z_]", re.MULTILINE)
 PROMETHEUS_SGLANG = re.compile(r"^(# (HELP|TYPE) )?sglang:[a-zA-Z_]", re.MULTILINE)
 PROMETHEUS_LMCACHE = re.compile(r"^(# (HELP|TYPE) )?lmcache_mp_[a-zA-Z_]", re.MULTILINE)
+PROMETHEUS_KVBM = re.compile(r"^(# (HELP|TYPE) )?kvbm_[a-zA-Z_]", re.MULTILINE)
+PROMETHEUS_MOONCAKE = re.compile(r"^(# (HELP|TYPE) )?master_key_count\b", re.MULTILINE)
 KERNEL_RELEASE = re.compile(r"^\d+\.\d+\.\d+-\S+$", re.ASCII)
 # /opt/rocm/.info/version: x.y.z-build, a build number where a kernel has a flavour.
 ROCM_INFO = re.compile(r"^\d+\.\d+\.\d+-\d+$", re.ASCII)
@@ -124,6 +130,10 @@ def _detect_text(text: str) -> str | None:
         return "sglang-metrics"
     if PROMETHEUS_LMCACHE.search(text):
         return "lmcache-metrics"
+    if PROMETHEUS_MOONCAKE.search(text):
+        return "mooncake-metrics"
+    if PROMETHEUS_KVBM.search(text):
+        return "kvbm-metrics"
     if line.startswith("MemTotal:"):
         return "meminfo"
     if line.startswith("Filesystem") and line.endswith("Mounted on"):

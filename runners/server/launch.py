@@ -82,8 +82,9 @@ def side_services(
     commands: dict[str, Any], values: dict[str, Any], arm_kind: str
 ) -> list[SideService]:
     """The side services this arm runs beside its engine (runners/engine.py), in start order:
-    LMCache's multi-process server, Mooncake's master and metadata server, ..."""
-    return engine_of(commands).services_for(arm_kind, values)
+    LMCache's multi-process server, Mooncake's master and metadata server, ...; an endpoint
+    the engine serves itself (KVBM's metrics) is not among them."""
+    return engine_of(commands).launched_for(arm_kind, values)
 
 
 def service_dir(step_dir: str, service: SideService) -> str:
@@ -113,7 +114,7 @@ def offload_server_step(step: Step, detail: dict[str, Any], ctx: StepContext) ->
     values = {**ctx.values, "run_dir": ctx.run_dir}
     if not detail.get("launched"):
         name = f"{ctx.token}-{Path(step_dir).name}-{service.name}"
-        ctx.transport.launch_detached(run_dir, name, fill(service.start, values))
+        ctx.transport.launch_detached(run_dir, name, fill(service.start or [], values))
         recorded = {"launched": True, "run_dir": run_dir, "since": time.time(), "index": index}
         return StepProgress(False, recorded, log=f"{step['name']}: {service.name} launched\n")
     status = ctx.transport.status(run_dir)

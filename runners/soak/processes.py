@@ -66,6 +66,8 @@ class SideServices:
     def start(self):
         """None when every service is healthy, else why not (the first that was not)."""
         for service in self.services:
+            if not service.get("start_argv"):
+                continue  # an endpoint of the server itself (KVBM's metrics): nothing to start
             log_path = os.path.join(self.data, "side-{}.log".format(service["name"]))
             with open(log_path, "ab") as log:
                 process = subprocess.Popen(

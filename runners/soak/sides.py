@@ -32,7 +32,7 @@ def agent_side_services(
         "side_services": [
             {
                 "name": service.name,
-                "start_argv": fill(service.start, filled),
+                "start_argv": fill(service.start, filled) if service.start else None,
                 "health_argv": fill(service.health, filled) if service.health else None,
                 "metrics_argv": fill(service.metrics, filled) if service.metrics else None,
                 "metrics_tool": service.metrics_tool,

@@ -32,6 +32,9 @@ class EngineConfig:
     # "lmcache" is accepted as vLLM >= 0.25 takes it; the emulated tier is the same either way.
     kv_offloading_backend: str = "native"
     offload_lookup_s: float = 0.0005  # connector lookup per admitted request
+    # A --kv-transfer-config connector (LMCacheMPConnector): the tier is its side service's, so
+    # vLLM's own cache config reports no offloading (kv_offloading_size None).
+    kv_connector: Optional[str] = None
 
     @property
     def offload_enabled(self) -> bool:

@@ -13,6 +13,8 @@ def cache_config_labels(engine: Engine, gpu_memory_utilization: float) -> Dict[s
     config = engine.config
     capacity = config.num_gpu_blocks * config.block_size
     block = str(config.block_size)
+    connector = config.kv_connector is not None
+    native_offload = config.offload_enabled and not connector
     return {
         "_block_size_resolved": "True",
         "block_size": block,
@@ -31,14 +33,14 @@ def cache_config_labels(engine: Engine, gpu_memory_utilization: float) -> Dict[s
         "kv_cache_memory_bytes": str(capacity * config.preset.kv_bytes_per_token),
         "kv_cache_size_tokens": str(capacity),
         "kv_offloading_backend": config.kv_offloading_backend,
-        "kv_offloading_size": str(config.kv_offloading_gib),
+        "kv_offloading_size": "None" if connector else str(config.kv_offloading_gib),
         "kv_sharing_fast_prefill": "False",
         "mamba_block_size": "None",
         "mamba_cache_dtype": "auto",
         "mamba_cache_mode": "none",
         "mamba_page_size_padded": "None",
         "mamba_ssm_cache_dtype": "float32",
-        "num_cpu_blocks": str(config.num_cpu_blocks) if config.offload_enabled else "None",
+        "num_cpu_blocks": str(config.num_cpu_blocks) if native_offload else "None",
         "num_gpu_blocks": str(config.num_gpu_blocks),
         "num_gpu_blocks_override": "None",
         "prefix_cache_retention_interval": "0",

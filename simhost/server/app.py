@@ -24,6 +24,7 @@ from simhost.host.statefile import ServerState, remove_state, write_state
 from simhost.kernelstamps import StampedConnection, listen
 from simhost.server.args import ServeSettings
 from simhost.server.faults import CRASH_EXIT_STATUS, FaultDice
+from simhost.server.kvbm import start_kvbm_metrics
 from simhost.server.lockstep import LOCKSTEP_HEADER, parse_promise
 from simhost.server.metrics import ServerMetrics
 from simhost.server.modelroutes import add_model_routes
@@ -359,6 +360,7 @@ async def serve_forever(settings: ServeSettings) -> int:
     await runner.setup()
     for listener in listen(settings.host, settings.port, 2048, server.connections):
         await web.SockSite(runner, listener, backlog=2048).start()
+    kvbm = await start_kvbm_metrics(server)  # Dynamo KVBM's own port, when configured
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -374,6 +376,8 @@ async def serve_forever(settings: ServeSettings) -> int:
         await asyncio.wait_for(runner.cleanup(), timeout=1.0)
     except asyncio.TimeoutError:
         print("simhost: requests still open at shutdown were dropped", flush=True)
+    if kvbm is not None:
+        await kvbm.cleanup()
     remove_state(settings.state_dir, os.getpid())
     print("simhost: stopped", flush=True)
     return 0

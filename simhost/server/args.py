@@ -7,6 +7,7 @@ Pure argument handling; imports argparse and simhost's pure modules, never aioht
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from simhost.server.faults import (
     build_fault_config,
     parse_fault_text,
 )
+from simhost.server.kvbm import KvbmError, kvbm_values
 
 
 class UsageError(ValueError):
@@ -50,6 +52,7 @@ class ServeSettings:
     virtual_clock: bool = True
     speed: float = 1.0  # this run's seeded speed factor (--noise-cv)
     personality: str = "vllm"  # whose names the server answers in: vllm, or sglang (launch_server)
+    kvbm_metrics_port: Optional[int] = None  # Dynamo KVBM's own /metrics (simhost/server/kvbm.py)
 
 
 FAULT_FLAGS = (
@@ -75,6 +78,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--kv-offloading-size", type=float, metavar="GIB")
     parser.add_argument("--kv-offloading-backend", choices=["native", "lmcache"], default="native")
+    parser.add_argument(
+        "--kv-transfer-config",
+        type=_transfer_config,
+        metavar="JSON",
+        help="a KV connector whose tier is the emulated one: " + ", ".join(OFFLOAD_CONNECTORS),
+    )
     parser.add_argument("--num-gpu-blocks-override", type=int, metavar="N")
     parser.add_argument("--block-size", type=int, choices=[8, 16, 32, 64, 128])
     parser.add_argument("--max-model-len", type=int)
@@ -83,6 +92,23 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     _add_emulation_arguments(parser)
     _add_fault_arguments(parser)
+
+
+# The connectors whose tier a side service holds (its size is the service's); simhost emulates the
+# tier inside the engine, sized as the host's whole offload tier.
+OFFLOAD_CONNECTORS = ("LMCacheMPConnector", "MooncakeStoreConnector", "DynamoConnector")
+
+
+def _transfer_config(text: str) -> Dict[str, Any]:
+    try:
+        config = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError("not JSON: {}".format(error)) from None
+    if not isinstance(config, dict) or config.get("kv_connector") not in OFFLOAD_CONNECTORS:
+        raise argparse.ArgumentTypeError(
+            "kv_connector must be one of {}".format(", ".join(OFFLOAD_CONNECTORS))
+        )
+    return config
 
 
 def _add_emulation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,6 +196,14 @@ def _offload(values: Mapping[str, Any], host: HostConfig) -> Tuple[Optional[floa
     """(size GiB or None, bandwidth bytes/s), checked against the emulated host's tier."""
     size = values.get("kv_offloading_size")
     tier = host.offload_tier
+    if values.get("kv_transfer_config") and size is None:
+        if not tier.present or tier.capacity_gib is None:
+            raise UsageError(
+                "--kv-transfer-config: the emulated host {} has no sized offload tier".format(
+                    host.name
+                )
+            )
+        size = tier.capacity_gib
     bandwidth = _given(values, "offload_bandwidth_gib_s", tier.bandwidth_gib_s or 50.0)
     if bandwidth <= 0:
         raise UsageError("--offload-bandwidth-gib-s: must be > 0")
@@ -211,6 +245,7 @@ def engine_config(values: Mapping[str, Any], host: HostConfig) -> EngineConfig:
         kv_offloading_gib=size,
         offload_bytes_per_s=bandwidth,
         kv_offloading_backend=values.get("kv_offloading_backend") or "native",
+        kv_connector=(values.get("kv_transfer_config") or {}).get("kv_connector"),
     )
     _check_engine(config)
     return config
@@ -257,6 +292,10 @@ def serve_settings(
 ) -> ServeSettings:
     """Everything `serve` needs, validated; raises UsageError naming the flag."""
     values = _with_scenario(args)
+    try:
+        kvbm_port = kvbm_values(values, environ)
+    except KvbmError as error:
+        raise UsageError(str(error)) from None
     config = engine_config(values, host)
     time_scale = _given(values, "time_scale", 1.0)
     if time_scale <= 0 or not 0 < args.gpu_memory_utilization <= 1:
@@ -279,6 +318,7 @@ def serve_settings(
         virtual_clock=(values.get("clock") or "virtual") == "virtual",
         speed=run_speed(_given(values, "noise_cv", 0.0), values.get("noise_seed")),
         personality=values.get("personality") or "vllm",
+        kvbm_metrics_port=kvbm_port,
     )
 
 

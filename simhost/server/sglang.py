@@ -9,6 +9,7 @@ metrics page imports prometheus_client and the routes aiohttp, when serving.
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List
 
 from simhost.engine.batching import GIB
@@ -31,6 +32,16 @@ WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
 STORAGE_BACKENDS = ("file", "mooncake", "hf3fs", "nixl", "aibrix", "dynamic")
 
 
+def _json_object(text: str) -> Dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError("not JSON: {}".format(error)) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
 def add_launch_server_arguments(parser: argparse.ArgumentParser) -> None:
     """SGLang's spellings of what simhost emulates; the rest of its flags are not accepted."""
     parser.add_argument("--model-path", required=True)
@@ -50,6 +61,12 @@ def add_launch_server_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hicache-size", type=float, default=0.0, metavar="GB")
     group.add_argument("--hicache-write-policy", choices=WRITE_POLICIES, default="write_through")
     group.add_argument("--hicache-storage-backend", choices=STORAGE_BACKENDS)
+    group.add_argument(
+        "--hicache-storage-backend-extra-config",
+        type=_json_object,
+        metavar="JSON",
+        help="accepted (the storage tier is the emulated host tier)",
+    )
     _add_emulation_arguments(parser)
     _add_fault_arguments(parser)
     parser.add_argument("--num-gpu-blocks-override", type=int, help="simhost only")

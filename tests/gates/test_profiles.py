@@ -3,14 +3,18 @@ exactly what DESIGN and formats.md section 2 require."""
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 
 import pytest
 
 from gates.services.profiles import builtin_profile_documents
 from runners.commands import fill, placeholders_in, to_shell
+from runners.engine import engine_of
 from runners.errors import SpecError
 
+UNFILLED = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 VALUES = {
     "python": "/usr/bin/python3",
     "model": "qwen3-coder-480b",
@@ -40,6 +44,14 @@ VALUES = {
     "sim_host_config": "/etc/sim/h.json",
     "sim_fault_file": "/etc/sim/f.json",
     "lmcache_http_port": 8080,
+    "lmcache_mp_port": 5555,
+    "lmcache_metrics_port": 9090,
+    "mooncake_rpc_port": 50051,
+    "mooncake_metrics_port": 9003,
+    "mooncake_metadata_port": 8080,
+    "mooncake_config_path": "/etc/mooncake.json",
+    "kvbm_cpu_cache_gb": 256,
+    "kvbm_metrics_port": 6880,
     "mem_fraction_static": 0.85,
     "page_size": 64,
     "hicache_ratio": 2,
@@ -82,7 +94,8 @@ def templates(document: dict):
 def test_every_template_fills_with_valid_values(name):
     for where, template in templates(PROFILES[name]):
         argv = fill(template, VALUES)
-        assert all("{" not in token for token in argv), where
+        # A JSON argument (--kv-transfer-config) keeps its braces; no placeholder is left.
+        assert not any(UNFILLED.search(token) for token in argv), where
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
@@ -295,3 +308,38 @@ def test_aiperf_cold_recovery_seeds_with_the_timed_prefix_pool_and_flushes_with_
     assert value(flush, "--request-count") == "40" and value(flush, "--random-seed") == "99"
     exports = {value(argv, "--profile-export-prefix") for argv in (timed, seed, flush)}
     assert exports == {"result.json", "seed.json", "flush.json"}
+
+
+@pytest.mark.parametrize("name", ["lmcache", "simhost-lmcache"])
+def test_the_lmcache_profiles_run_lmcaches_server_beside_vllms_mp_connector(name):
+    commands = PROFILES[name]["commands"]
+    (service,) = engine_of(commands).services_for("offload", VALUES)
+    assert engine_of(commands).services_for("resident", VALUES) == []
+    assert engine_of(commands).hit_proof_service == "lmcache" == service.name
+    start = fill(service.start, VALUES)
+    # lmcache 0.5.6's `lmcache server`: ZMQ on --port, the L1 tier, its HTTP frontend, Prometheus.
+    assert start[:2] == ["lmcache", "server"] or start[2:4] == ["simhost", "lmcache-server"]
+    assert start[start.index("--port") + 1] == "5555"
+    assert start[start.index("--l1-size-gb") + 1] == "256.0"
+    assert start[start.index("--prometheus-port") + 1] == "9090"
+    # lmcache 0.5.6's HTTP frontend answers /healthcheck (http_apis/info_api.py); its lookup
+    # counters are on the Prometheus port.
+    assert fill(service.health, VALUES)[-2:] == ["http://127.0.0.1:8080", "/healthcheck"]
+    assert fill(service.metrics, VALUES)[-2:] == ["http://127.0.0.1:9090", "/metrics"]
+    offload = fill(commands["serve"]["offload"], VALUES)
+    config = json.loads(offload[offload.index("--kv-transfer-config") + 1])
+    assert config["kv_connector"] == "LMCacheMPConnector" and config["kv_role"] == "kv_both"
+    assert config["kv_connector_extra_config"]["lmcache.mp.port"] == 5555
+    assert "--kv-offloading-size" not in offload
+
+
+def test_simhost_lmcache_is_the_lmcache_profile_with_simhost_in_place_of_vllm_and_lmcache():
+    real, sim = PROFILES["lmcache"]["commands"], PROFILES["simhost-lmcache"]["commands"]
+    assert real["engine"]["hit_proof"] == sim["engine"]["hit_proof"]
+    offload = [c["serve"]["offload"] for c in (real, sim)]
+    transfer = {argv[argv.index("--kv-transfer-config") + 1] for argv in offload}
+    assert len(transfer) == 1
+    (real_service,), (sim_service,) = (c["engine"]["side_services"] for c in (real, sim))
+    assert sim_service["start"][4:-2] == real_service["start"][2:]
+    assert sim_service["health"] == real_service["health"]
+    assert sim_service["metrics"] == real_service["metrics"]

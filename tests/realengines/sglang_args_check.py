@@ -33,6 +33,7 @@ READ = (
     "hicache_size",
     "hicache_write_policy",
     "hicache_storage_backend",
+    "hicache_storage_backend_extra_config",
 )
 
 

@@ -72,6 +72,18 @@ def test_the_metered_services_of_an_arm_are_those_whose_counters_are_read():
     assert engine.metered_for("resident", {}) == []
 
 
+def test_an_endpoint_the_engine_serves_is_read_but_never_launched():
+    kvbm = {"name": "kvbm", "metrics": ["m"], "metrics_tool": "kvbm-metrics"}
+    master = {"name": "master", "start": ["c"]}
+    engine = engine_of(
+        {"engine": {"side_services": [master, kvbm], "hit_proof": {"side_service": "kvbm"}}}
+    )
+    assert [s.name for s in engine.services_for("offload", {})] == ["master", "kvbm"]
+    assert [s.name for s in engine.launched_for("offload", {})] == ["master"]
+    assert [s.name for s in engine.metered_for("offload", {})] == ["kvbm"]
+    assert engine.hit_proof_service == "kvbm"
+
+
 @pytest.mark.parametrize(
     ("section", "field"),
     [
@@ -80,6 +92,12 @@ def test_the_metered_services_of_an_arm_are_those_whose_counters_are_read():
         ({"kv_cache_size": "guess"}, "engine.kv_cache_size"),
         ({"side_services": [{"name": "X", "start": ["a"]}]}, "engine.side_services[0].name"),
         ({"side_services": [{"name": "x", "start": []}]}, "engine.side_services[0].start"),
+        # Without a start only the engine's own metrics endpoint: counters, no health check.
+        ({"side_services": [{"name": "x"}]}, "engine.side_services[0].start"),
+        (
+            {"side_services": [{"name": "x", "health": ["h"], "metrics": ["m"]}]},
+            "engine.side_services[0].start",
+        ),
         (
             {"side_services": [{"name": "x", "start": ["a"], "arms": ["warm"]}]},
             "engine.side_services[0].arms",

@@ -13,6 +13,7 @@ from simhost.host.statefile import ServerState, write_state
 from tests.simhost.conftest import REPO, run_simhost
 
 PYTHON39 = Path("/root/.pyenv/versions/3.9.18/bin/python")
+LMCACHE_MP = '{"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both"}'
 
 
 @pytest.mark.parametrize(
@@ -23,6 +24,9 @@ PYTHON39 = Path("/root/.pyenv/versions/3.9.18/bin/python")
         ["serve", "--host-preset", "h100x8-no-tier", "--kv-offloading-size", "64"],
         ["serve", "--kv-offloading-size", "100000"],
         ["serve", "--fault-error-rate", "2"],
+        ["serve", "--kv-transfer-config", "{not json"],
+        ["serve", "--kv-transfer-config", '{"kv_connector": "NixlConnector"}'],
+        ["serve", "--host-preset", "h100x8-no-tier", "--kv-transfer-config", LMCACHE_MP],
         ["serve", "--max-model-len", "999999999"],
         ["serve", "--time-scale", "0"],
         ["serve", "--host-preset", "nope"],

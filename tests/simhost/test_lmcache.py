@@ -82,3 +82,24 @@ def test_only_the_external_counters_totals_are_counted():
         "vllm:external_prefix_cache_queries_total": 35.0,
         "vllm:external_prefix_cache_hits_total": 13.0,
     }
+
+
+def test_behind_lmcaches_mp_connector_the_tier_runs_and_vllms_cache_config_reports_none():
+    # vLLM's cache_config_info has no connector setting: kv_offloading_size is None there.
+    import argparse
+
+    from simhost.engine.batching import Engine
+    from simhost.engine.cacheconfig import cache_config_labels
+    from simhost.host.config import HOST_PRESETS, host_config_from_dict
+    from simhost.server.args import add_serve_arguments, engine_config
+
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    transfer = '{"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both"}'
+    values = vars(parser.parse_args(["--kv-transfer-config", transfer]))
+    host = host_config_from_dict(HOST_PRESETS["h100x8-cpu512"], "preset")
+    config = engine_config(values, host)
+    assert config.offload_enabled and config.kv_connector == "LMCacheMPConnector"
+    assert config.kv_offloading_gib == host.offload_tier.capacity_gib
+    labels = cache_config_labels(Engine(config), 0.9)
+    assert labels["kv_offloading_size"] == "None" and labels["num_cpu_blocks"] == "None"

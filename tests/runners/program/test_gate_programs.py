@@ -20,7 +20,7 @@ from gates.services import pokes
 from runners.program.driver import stop_all
 from runners.transport import LocalTransport
 from tests.contract import sign_as_both
-from tests.simhosts import g1_spec, g2_spec, g3_spec, ssh_simhost
+from tests.simhosts import LMCACHE_SETUPS, g1_spec, g2_spec, g3_spec, ssh_simhost, use_lmcache
 from tests.sshd import wait_for
 from worker import tasks
 
@@ -273,15 +273,18 @@ def test_the_reaper_ends_a_run_whose_worker_vanished_and_stops_its_host_processe
     assert wait_for(lambda: host_processes_gone(run), timeout=15)
 
 
+@pytest.mark.parametrize("setup", LMCACHE_SETUPS)
 def test_with_lmcache_the_offload_cells_carry_lmcaches_counters_as_their_hit_proof(
-    actor, vendor_viewer, engagement, sim_host
+    actor, vendor_viewer, engagement, sim_host, setup
 ):
-    from tests.sshd import free_port
-
-    sim_host.parameters.update(offload_backend="lmcache", lmcache_http_port=free_port())
-    sim_host.save(update_fields=["parameters"])
-    for kind in ("G1", "G2"):
-        pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+    use_lmcache(sim_host, setup)
+    for kind, spec in (("G1", g1_spec()), ("G2", g2_spec())):
+        if setup != "profile":  # the simhost profile's own G1 and G2 are tested above
+            pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+            continue
+        gate = drive(start(actor, vendor_viewer, engagement, kind, sim_host, spec))
+        decision = gate.gate.decisions.first()
+        assert decision.verdict == "pass", (kind, decision.clauses)
     run = drive(start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec()))
     assert "lmcache healthy" in run.log, run.log[-3000:]
     offload = Measurement.objects.filter(run=run, arm="offload")
@@ -289,6 +292,8 @@ def test_with_lmcache_the_offload_cells_carry_lmcaches_counters_as_their_hit_pro
     for measurement in offload:
         facts = measurement.server["side_services"]["lmcache"]
         assert measurement.server["hit_proof"] == "lmcache"
+        # Behind LMCacheMPConnector vLLM reports no offloading of its own; LMCache's ran.
+        assert measurement.server["offload_enabled"] is True
         # simhost's LMCache counts what its one offload tier looked up and hit.
         assert facts["lookup_hit_rate"] == pytest.approx(measurement.server["external_hit_rate"])
         assert facts["hit_l1_tokens"] == facts["hit_tokens"] > 0

@@ -22,8 +22,8 @@ from gates.services import pokes
 from gates.specs import validation as specs
 from runners.soak import host as soak_host_io
 from tests.runners.program.test_gate_programs import host_processes_gone, pass_gate, start
-from tests.simhosts import COLD_RECOVERY, ssh_simhost
-from tests.sshd import free_port, wait_for
+from tests.simhosts import COLD_RECOVERY, LMCACHE_SETUPS, ssh_simhost, use_lmcache
+from tests.sshd import wait_for
 from worker import tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -391,16 +391,11 @@ def test_stop_and_extend_through_the_api_with_live_samples_gaps_and_a_provisiona
     assert refused.status_code == 403
 
 
+@pytest.mark.parametrize("setup", LMCACHE_SETUPS)
 def test_with_lmcache_each_window_reads_its_counters_as_the_hit_proof_until_it_cannot(
-    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path, setup
 ):
-    host = soak_host(customer_org, own_sshd, tmp_path)
-    host.parameters = {
-        **host.parameters,
-        "offload_backend": "lmcache",
-        "lmcache_http_port": free_port(),
-    }
-    host.save(update_fields=["parameters"])
+    host = use_lmcache(soak_host(customer_org, own_sshd, tmp_path), setup)
     run = begin(actor, vendor_viewer, engagement, host, g4_spec(seconds=14, **LOOSE_DRIFT))
     killed_after: list[int] = []
 
