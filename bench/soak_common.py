@@ -78,15 +78,24 @@ def soak_dir(run_dir: Path) -> None:
     shutil.copy(HOSTCTL, run_dir / "hostctl.py")
 
 
-def append_window(run_dir: Path, line: dict, *, link: bool = False) -> None:
-    """Write a window as the agent does: its raw files first, then its whole line. With `link`
-    the raw files are hard links to the fixtures' (same bytes, no copy: for thousands)."""
+def raw_sources(folder: Path) -> dict[str, Path]:
+    """Copies of the raw files for append_window to link to (a file takes at most 65,000 hard
+    links: give each few soaks copies of their own)."""
+    folder.mkdir(parents=True)
+    for name, source in RAW_FILES.items():
+        shutil.copy(source, folder / name)
+    return {name: folder / name for name in RAW_FILES}
+
+
+def append_window(run_dir: Path, line: dict, *, link_to: dict[str, Path] | None = None) -> None:
+    """Write a window as the agent does: its raw files first, then its whole line. With
+    `link_to` (raw_sources) the raw files are hard links (same bytes, no copy: for thousands)."""
     data = run_dir / "soak-data"
     folder = data / "raw" / str(line["seq"])
     folder.mkdir(parents=True, exist_ok=True)
     for name, source in RAW_FILES.items():
-        if link:
-            os.link(source, folder / name)
+        if link_to is not None:
+            os.link(link_to[name], folder / name)
         else:
             shutil.copy(source, folder / name)
     with open(data / "windows.jsonl", "a") as lines:

@@ -41,7 +41,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.soak_common import WINDOW_S, append_window, configure, soak_dir, window_line  # noqa: E402
+from bench.soak_common import (  # noqa: E402
+    WINDOW_S,
+    append_window,
+    configure,
+    raw_sources,
+    soak_dir,
+    window_line,
+)
 from bench.soak_fleet_figures import print_table  # noqa: E402
 from bench.soak_fleet_run import Fleet, measure_configuration  # noqa: E402
 
@@ -53,9 +60,11 @@ class Feeder(threading.Thread):
     """The agents: every soak gets its next window once its end has passed (raw files first,
     then the line), each soak's windows contiguous from its own start."""
 
-    def __init__(self, run_dirs: list[Path], epochs: list[float]) -> None:
+    def __init__(self, run_dirs: list[Path], epochs: list[float], scratch: Path) -> None:
         super().__init__(daemon=True)
         self.run_dirs, self.epochs = run_dirs, epochs
+        groups = range(0, len(run_dirs), 10)
+        self.sources = [raw_sources(scratch / "raw-sources" / str(group)) for group in groups]
         self.next_seq = [0] * len(run_dirs)
         self.stopped = threading.Event()
 
@@ -65,7 +74,8 @@ class Feeder(threading.Thread):
             while self.epochs[i] + (self.next_seq[i] + 1) * WINDOW_S <= now:
                 seq = self.next_seq[i]
                 start = self.epochs[i] + seq * WINDOW_S
-                append_window(run_dir, window_line(seq, start=start), link=True)
+                line = window_line(seq, start=start)
+                append_window(run_dir, line, link_to=self.sources[i // 10])
                 self.next_seq[i] = seq + 1
 
     def run(self) -> None:
@@ -83,6 +93,32 @@ def host_agent_pid_file(run_dir: Path) -> None:
     agent.mkdir()
     (agent / "pid").write_text(f"{os.getpid()} {os.getpgrp()} {start_ticks} {boot}\n")
     (agent / "token").write_text("bench\n")
+
+
+def parse_before_after(repeats: int = 20) -> str:
+    """A window's sample (its bench result and two /metrics pages) as each tick makes it, with
+    the pages read by prometheus_client alone (before) and by the line reader (now), same run."""
+    from unittest import mock
+
+    from bench.soak_common import RAW_FILES
+    from runners.adapters import vllm_metrics
+    from runners.soak import collector
+
+    window = collector.Window(
+        window_line(0), {name: path.read_bytes() for name, path in RAW_FILES.items()}
+    )
+    timings = {}
+    for label, fast in (("before", lambda text: None), ("now", vllm_metrics._plain_samples)):
+        with mock.patch.object(vllm_metrics, "_plain_samples", fast):
+            began = time.process_time()
+            for _ in range(repeats):
+                collector.window_sample(window)
+            timings[label] = 1000 * (time.process_time() - began) / repeats
+    return (
+        f"a window's sample (bench result, two /metrics pages): {timings['before']:.1f} ms CPU "
+        f"with prometheus_client's parser alone, {timings['now']:.1f} ms with the line reader "
+        f"({timings['before'] / timings['now']:.1f}x), load {os.getloadavg()[0]:.1f}"
+    )
 
 
 def cpu_sets(worker_cpus: str | None) -> tuple[str, str]:
@@ -143,7 +179,8 @@ def main() -> int:
                 f"{worker_cpus}, sshd, beat and the agents on CPU {host_cpus}",
                 flush=True,
             )
-            feeder = Feeder(run_dirs, epochs)
+            print(parse_before_after(), flush=True)
+            feeder = Feeder(run_dirs, epochs, Path(scratch))
             feeder.feed_once()
             feeder.start()
             results = []

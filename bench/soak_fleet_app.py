@@ -7,6 +7,7 @@ thread of the process, the SSH connections' included). A helper of the bench, no
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import time
@@ -18,7 +19,11 @@ from config.celery import app
 __all__ = ["app"]
 
 _RECORDS = os.environ.get("TOLLGATE_FLEET_RECORDS", "")
+# With TOLLGATE_FLEET_PROFILE set, each process profiles its tick tasks (cProfile) and writes
+# the stats to <records>/<pid>.prof after every 20 ticks: where a tick's worker time goes.
+_PROFILE = cProfile.Profile() if os.environ.get("TOLLGATE_FLEET_PROFILE") else None
 _current: dict = {}
+_done: list[int] = []
 
 
 def _patch() -> None:
@@ -51,12 +56,16 @@ def _began(task_id=None, task=None, args=None, **_) -> None:
     _patch()
     if task is not None and task.name == "runners.tick_soak":
         _current.update(run_id=args[0], start=time.time(), cpu=time.process_time())
+        if _PROFILE is not None:
+            _PROFILE.enable()
 
 
 @task_postrun.connect
 def _ended(task_id=None, task=None, retval=None, state=None, **_) -> None:
     if not _RECORDS or "run_id" not in _current:
         return
+    if _PROFILE is not None:
+        _PROFILE.disable()
     record = {
         **_current,
         "end": time.time(),
@@ -68,3 +77,6 @@ def _ended(task_id=None, task=None, retval=None, state=None, **_) -> None:
         record["error"] = repr(retval)[:500]
     with open(os.path.join(_RECORDS, f"{os.getpid()}.jsonl"), "a") as out:
         out.write(json.dumps(record) + "\n")
+    _done.append(1)
+    if _PROFILE is not None and len(_done) % 20 == 0:
+        _PROFILE.dump_stats(os.path.join(_RECORDS, f"{os.getpid()}.prof"))

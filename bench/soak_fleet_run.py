@@ -197,16 +197,17 @@ def _spawn(command: list[str], cpus: str, env: dict, log: Path) -> subprocess.Po
 
 def _stop(process: subprocess.Popen, grace: float = 10.0) -> None:
     """QUIT the process (Celery's cold shutdown: the measuring is over, a tick cut short only
-    keeps its claim), then KILL its own group after the grace."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGQUIT)
-        try:
-            process.wait(grace)
-        except subprocess.TimeoutExpired:
+    keeps its claim), then KILL its own group, whatever interrupted the wait: no worker is
+    ever left running."""
+    try:
+        if process.poll() is None:
+            process.send_signal(signal.SIGQUIT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(grace)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # children left behind by a killed parent
+        process.wait(10)
 
 
 def _tree_cpu(pid: int, *, with_children_of_exited: bool = True) -> float:
