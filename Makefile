@@ -109,6 +109,7 @@ SMOKE_simhost_busy := --runs 1 --burners 0
 SMOKE_simhost_calibration := --only prefill
 SMOKE_simhost_serve := --streams 8 --rounds 1 --output-len 8 --time-scale 0.05
 SMOKE_soak_page := --windows 400 --repeats 1
+SMOKE_soak_fleet := --soaks 4 --workers 1 --seconds 6 --warmup 4 --beat-every 2
 SMOKE_soak_retention := --windows 200 --every 60
 SMOKE_ssh_overhead := --rounds 5
 SMOKE_trace_characterize := --accesses 20000 --capacities 4

@@ -20,10 +20,6 @@ with --postgres), the real services, a real sshd.
 from __future__ import annotations
 
 import argparse
-import atexit
-import json
-import os
-import shutil
 import sys
 import tempfile
 import time
@@ -32,55 +28,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-FIXTURES = ROOT / "tests" / "fixtures"
-BENCH_FILE = FIXTURES / "vllm-bench" / "er0080__bench_serve_v0.25.1__opt-125m_cpu.json"
-METRICS_FILE = FIXTURES / "vllm-metrics" / "er0080__metrics_vllm_0.25.1_idle.txt"
-WINDOW_S = 10.0
-T0 = 1.8e9
 
-
-def configure(var_dir: str, postgres: bool) -> None:
-    keep = ("DATABASE_URL",) if postgres else ()
-    for name in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"):
-        if name not in keep:
-            os.environ.pop(name, None)
-    os.environ.update(
-        DEBUG="true",
-        TOLLGATE_VAR_DIR=var_dir,
-        TOLLGATE_ENV_FILE="",
-        DJANGO_SETTINGS_MODULE="config.settings",
-        TOLLGATE_ENCRYPTION_KEYS="YmVuY2gta2V5LTAwMDAwMDAwMDAwMDAwMDAwMDAwMDA=",
-    )
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-
-    if not postgres:
-        call_command("migrate", verbosity=0)
-        return
-    # A database of its own on DATABASE_URL's server (test_<name>), made afresh and dropped at
-    # the end: the bench's rows never meet an earlier run's (it could not run twice before).
-    made = connection.creation.create_test_db(verbosity=0, keepdb=False, serialize=False)
-    atexit.register(connection.creation.destroy_test_db, made, verbosity=0)
-
-
-def window_line(seq: int, *, crashed: bool = False) -> dict:
-    start = T0 + seq * WINDOW_S
-    return {
-        "seq": seq,
-        "start": start,
-        "end": start + WINDOW_S,
-        "boot_id": "b",
-        "agent_pid": 1,
-        "server_pid": 2,
-        "crashed": crashed,
-        "crash": None,
-        "bench_exit": 0,
-        "files": ["bench.json", "metrics-after.txt", "metrics-before.txt"],
-        "server_rss_bytes": 40e9 + seq * 1000,
-    }
+from bench.soak_common import (  # noqa: E402
+    BENCH_FILE,
+    METRICS_FILE,
+    T0,
+    WINDOW_S,
+    append_window,
+    configure,
+    soak_dir,
+    window_line,
+)
 
 
 def sample_metrics(seq: int) -> dict:
@@ -285,20 +243,12 @@ def measure_host_side(soaks: int, ticks: int, workdir: Path) -> None:
     from runners.transport.pool import ConnectionPool
     from tests.sshd import loopback_sshd
 
-    hostctl = ROOT / "runners" / "remote" / "hostctl.py"
     dirs = []
     for i in range(soaks):
         run_dir = workdir / f"run-{i}"
-        data = run_dir / "soak-data"
+        soak_dir(run_dir)
         for seq in range(3):
-            folder = data / "raw" / str(seq)
-            folder.mkdir(parents=True)
-            shutil.copy(BENCH_FILE, folder / "bench.json")
-            shutil.copy(METRICS_FILE, folder / "metrics-before.txt")
-            shutil.copy(METRICS_FILE, folder / "metrics-after.txt")
-        lines = "".join(json.dumps(window_line(seq)) + "\n" for seq in range(3))
-        (data / "windows.jsonl").write_text(lines)
-        shutil.copy(hostctl, run_dir / "hostctl.py")
+            append_window(run_dir, window_line(seq))
         dirs.append(collector.SoakPaths(str(run_dir)))
     print(f"3. host side of a tick: {soaks} soak directories behind one loopback sshd")
     (workdir / "sshd").mkdir()

@@ -167,3 +167,76 @@ def test_a_real_vllm_0_32_scrape_gives_cached_tokens_by_source_and_its_cache_con
     config = scrape["cache_config"]
     assert (config["num_gpu_blocks"], config["block_size"]) == (8192, 128)
     assert config["kv_cache_size_tokens"] == 1048576 and config["kv_offloading_size"] is None
+
+
+def _by_prometheus_client(text: str) -> dict:
+    """What read_samples gave before its line reader: prometheus_client's parser alone."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples: dict = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if not sample.name.endswith("_created"):
+                samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return samples
+
+
+def _comparable(samples: dict) -> dict:
+    return {
+        name: [(labels, "nan" if value != value else float(value)) for labels, value in series]
+        for name, series in samples.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(FIXTURES.glob("*.txt")) + sorted((FIXTURES.parent / "lmcache-metrics").glob("*.txt")),
+    ids=lambda path: path.name,
+)
+def test_the_line_reader_reads_every_real_page_as_prometheus_client_does(path):
+    from runners.adapters.vllm_metrics import _plain_samples, read_samples
+
+    text = path.read_text()
+    assert _plain_samples(text) is not None  # the fast path, not the fallback
+    assert _comparable(read_samples(text)) == _comparable(_by_prometheus_client(text))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'x{a="q\\"uote"} 1',  # an escape: left to prometheus_client
+        'x{a="1", b="2"} 1',  # a space after the comma
+        'x{a="{,} = "} 1',  # braces, commas and spaces inside a quoted value
+        'x{a="1",} 2.5e-3 1700000000000',  # a trailing comma, a timestamp
+        "x +Inf",
+        "x NaN",
+        "x_created 1.8e9",
+        "x{} 3",
+    ],
+)
+def test_odd_lines_read_as_prometheus_client_reads_them(line):
+    from runners.adapters.vllm_metrics import read_samples
+
+    text = f"# HELP x a help\n# TYPE x gauge\n{line}\ny 1\n"
+    assert _comparable(read_samples(text)) == _comparable(_by_prometheus_client(text))
+
+
+def test_generated_pages_read_as_prometheus_client_reads_them():
+    import random
+
+    from runners.adapters.vllm_metrics import read_samples
+
+    rng = random.Random(20261203)
+    pieces = ["a", "0", "_", " ", ",", "=", "{", "}", "-", ".", ":", "\\\\", '\\"', "é"]
+    for _ in range(300):
+        lines = []
+        for _ in range(rng.randint(1, 6)):
+            name = rng.choice(["vllm:x", "y_total", "z_bucket", "w_created", "v"])
+            labels = ",".join(
+                f'{key}="{"".join(rng.choices(pieces, k=rng.randint(0, 4)))}"'
+                for key in rng.sample(["engine", "le", "model_name", "k"], rng.randint(0, 3))
+            )
+            value = rng.choice(["1", "-2.5", "3e2", "+Inf", "NaN", "0.000", "7."])
+            lines.append(f"{name}{{{labels}}} {value}" if labels else f"{name} {value}")
+        text = "\n".join(lines) + "\n"
+        assert _comparable(read_samples(text)) == _comparable(_by_prometheus_client(text)), text
