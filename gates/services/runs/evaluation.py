@@ -116,7 +116,8 @@ def g2_external_band(run: Run) -> dict | None:
 def _sample_profile(run: Run, workload: dict, tier: int) -> dict | None:
     name = replay_name(workload, tier)
     for detail in run_steps(run):
-        built = (detail or {}).get("replays") or {}
+        # A step's detail is {"step", "progress", ...}; the replay step's summary is its progress.
+        built = ((detail or {}).get("progress") or {}).get("replays") or {}
         if isinstance(built.get(name), dict):
             return built[name].get("sample_profile")
     return None
