@@ -78,7 +78,8 @@ def check_trace(engagement: Engagement, password: str) -> DemoStep:
     if trace.state != WorkloadTrace.State.READY:
         return DemoStep(name, False, f"{trace.state} after {TRACE_TIMEOUT_S} s: {trace.error}")
     client = Client(HTTP_HOST="127.0.0.1")
-    client.login(request=HttpRequest(), username="customer", password=password)
+    # The vendor's login (the walk's password): it sees the customer's engagement and trace.
+    client.login(request=HttpRequest(), username="vendor", password=password)
     engagement_page = client.get(f"/engagements/{engagement.pk}/", secure=True)
     page = client.get(f"/traces/{trace.pk}/", secure=True).content.decode()
     api = client.get(f"/api/v1/traces/{trace.pk}/", secure=True)
@@ -197,7 +198,7 @@ def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
     # django-axes counts failed logins per request: authenticate() needs one.
     logged_in = client.login(request=HttpRequest(), username="vendor", password=password)
     page = client.get("/", secure=True)
-    shown = all(e.title in page.content.decode() for e in engagements)
+    shown = all(escape(e.title) in page.content.decode() for e in engagements)
     api = client.get("/api/v1/engagements/", secure=True)
     gate = engagements[0].gates.get(kind="G1")
     gate_page = client.get(f"/gates/{gate.pk}/", secure=True).content.decode()
