@@ -98,7 +98,7 @@ def test_demo_once_sets_up_the_world_and_reports_every_step(tmp_path):
     walked += [*list(PROMISED_VERDICTS)[4:7], f"{SHORT_CHAT} outcome", *short_bands]
     replays = [f"{TRACE} {kind} replay fidelity" for kind in ("G2", "G3")]
     walked += [f"{TRACE} trace", *list(PROMISED_VERDICTS)[7:], f"{TRACE} outcome", *replays]
-    walked.append(f"{TRACE} G3 band")  # the engine predicts no TTFT band for a replay
+    walked.append(f"{TRACE} G3 band c=256")  # no ttft_p50 offload/baseline cell: a note
     library = ["evidence library", "supported claim", "not supported claim"]
     assert list(steps) == [*CHECKS, *walked, f"{SHORT_CHAT} alerts", *library], steps
     # each engagement showed the outcome it was built to show (else --once exits non-zero)
