@@ -18,7 +18,7 @@ from gates.demo.world import BAND_NOTE, demo_host, demo_plan
 from gates.evidence import bundle_for_decision
 from gates.evidence.statement import load_public_key
 from gates.evidence.verify import verify_bundle
-from gates.models import Alert, Engagement, EvidenceSeal, Gate, Run, Verdict
+from gates.models import Alert, Engagement, EvidenceSeal, Gate, Run, Verdict, WorkloadTrace
 from gates.tenancy import viewer_for_user
 
 RUN_TIMEOUT_S = 600
@@ -26,6 +26,8 @@ POLL_S = 0.5
 ALERT_TIMEOUT_S = 60
 # The demo's worker predicts a G3 run's band beside the run (seconds at the demo's workloads).
 PREDICTION_TIMEOUT_S = 180
+# The worker characterises the demo's trace in seconds.
+TRACE_TIMEOUT_S = 120
 
 
 @dataclass
@@ -40,8 +42,12 @@ def walk_demo(
 ) -> list[DemoStep]:
     steps = check_pages(engagements, password)
     for engagement in engagements:
+        trace = demo_plan(engagement).trace
+        if trace:  # what the customer sees before any GPU is booked
+            steps.append(check_trace(engagement, password))
         steps += walk_engagement(engagement, say)
         steps.append(check_outcome(engagement))
+        steps += check_replays(engagement) if trace else []
         steps += check_band(engagement)
     return steps + check_alerts(engagements, password)
 
@@ -56,6 +62,62 @@ def check_outcome(engagement: Engagement) -> DemoStep:
         verdict == expected,
         f"G3 {verdict}, built to show {expected}",
     )
+
+
+def check_trace(engagement: Engagement, password: str) -> DemoStep:
+    """The customer's uploaded trace, characterised by the worker: its page shows the hit-ratio
+    curve and the planner's advice from the engagement's KV plan, and the API the same."""
+    name = f"{engagement.title} trace"
+    trace = engagement.traces.defer("content").first()
+    if trace is None:
+        return DemoStep(name, False, "no trace uploaded")
+    deadline = time.monotonic() + TRACE_TIMEOUT_S
+    while trace.state == WorkloadTrace.State.CHARACTERIZING and time.monotonic() < deadline:
+        time.sleep(POLL_S)  # polling for the worker's characterisation, with a deadline
+        trace.refresh_from_db()
+    if trace.state != WorkloadTrace.State.READY:
+        return DemoStep(name, False, f"{trace.state} after {TRACE_TIMEOUT_S} s: {trace.error}")
+    client = Client(HTTP_HOST="127.0.0.1")
+    # The vendor's login (the walk's password): it sees the customer's engagement and trace.
+    client.login(request=HttpRequest(), username="vendor", password=password)
+    engagement_page = client.get(f"/engagements/{engagement.pk}/", secure=True)
+    page = client.get(f"/traces/{trace.pk}/", secure=True).content.decode()
+    api = client.get(f"/api/v1/traces/{trace.pk}/", secure=True)
+    prediction = (api.json() if api.status_code == 200 else {}).get("prediction") or {}
+    shown = trace.sha256 in engagement_page.content.decode() and all(
+        marker in page for marker in ('id="hit-curve"', 'data-field="recommendation"')
+    )
+    share = prediction.get("offload_share") or [0.0, 0.0]
+    detail = (
+        f"sha256 {trace.sha256[:16]}, {trace.requests} requests, infinite-cache hit ratio "
+        f"{trace.profile['infinite_cache_hit_ratio']:.1%}; planner: "
+        f"{prediction.get('recommendation', 'no advice')} (offload tiers serve "
+        f"{share[0]:.1%} to {share[1]:.1%} of input tokens)"
+    )
+    ok = shown and prediction.get("recommendation") == "offload_worth_testing"
+    return DemoStep(name, ok, detail if shown else f"not shown on its pages: {detail}")
+
+
+def check_replays(engagement: Engagement) -> list[DemoStep]:
+    """Each decided replay gate's fidelity: every cell sent the trace as planned, the same bytes
+    on every arm; G2's advisory row puts its hit rate against the planner's band."""
+    steps = []
+    for kind in ("G2", "G3"):
+        decision = engagement.gates.get(kind=kind).decisions.first()
+        fidelity = (decision.result.get("replay_fidelity") if decision else None) or {}
+        cells = fidelity.get("cells") or []
+        ok = bool(cells) and not fidelity.get("reasons") and len(fidelity.get("digests", [])) == 1
+        detail = f"{len(cells)} cells faithful, one replay digest"
+        if not ok:
+            detail = "; ".join(fidelity.get("reasons") or []) or f"{len(cells)} replayed cells"
+        rows = decision.clauses if decision else []
+        band = [row for row in rows if row.get("check") == "replay_band"]
+        if band:
+            detail += f"; replay_band {band[0]['verdict']}: {band[0]['cause'][:200]}"
+        elif kind == "G2":
+            ok, detail = False, f"{detail}; no replay_band row"
+        steps.append(DemoStep(f"{engagement.title} {kind} replay fidelity", ok, detail))
+    return steps
 
 
 def check_band(engagement: Engagement) -> list[DemoStep]:
@@ -136,7 +198,7 @@ def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
     # django-axes counts failed logins per request: authenticate() needs one.
     logged_in = client.login(request=HttpRequest(), username="vendor", password=password)
     page = client.get("/", secure=True)
-    shown = all(e.title in page.content.decode() for e in engagements)
+    shown = all(escape(e.title) in page.content.decode() for e in engagements)
     api = client.get("/api/v1/engagements/", secure=True)
     gate = engagements[0].gates.get(kind="G1")
     gate_page = client.get(f"/gates/{gate.pk}/", secure=True).content.decode()
@@ -158,9 +220,9 @@ def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
 
 
 def walk_engagement(engagement: Engagement, say: Callable[[str], None]) -> list[DemoStep]:
-    """G1-G4 in order, each for real; stop at the first gate that does not pass."""
+    """Its gates in order (G1-G4 or fewer), each for real; stop at the first that does not pass."""
     steps = []
-    for kind in ("G1", "G2", "G3", "G4"):
+    for kind in demo_plan(engagement).gates:
         gate = engagement.gates.get(kind=kind)
         if gate.verdict == Verdict.PASS:
             steps.append(DemoStep(f"{engagement.title} {kind}", True, "passed earlier"))

@@ -18,6 +18,12 @@ from django.db import transaction
 
 from documents.spec import G4Spec, Spec, Workload
 from gates import services
+from gates.demo.trace import (
+    REPLAY_HOST_TIME_SCALE,
+    demo_trace_upload,
+    replay_the_trace,
+    trace_workload,
+)
 from gates.models import Engagement, Gate, Host, Membership, Organization, Profile
 from gates.specs import validation as specs
 from gates.tenancy import viewer_for_user
@@ -66,6 +72,13 @@ class DemoEngagement:
     band_decisive: bool
     # Titles this engagement had in an earlier demo database, renamed on the next build.
     former_titles: tuple[str, ...] = ()
+    # The gates the walk takes it through, in order.
+    gates: tuple[str, ...] = ("G1", "G2", "G3", "G4")
+    # Its workload is the customer's own trace (gates/demo/trace.py), uploaded through the
+    # trace service with the engagement's KV plan saved, and replayed by its G2 and G3.
+    trace: bool = False
+    # simhost's --time-scale on its host (wall seconds per model second).
+    time_scale: float = 0.02
 
 
 # Why the short-chat band is a note, not a check: its band is 4 points wide (the model's +1 %
@@ -109,6 +122,24 @@ ENGAGEMENTS = (
         band_decisive=False,
         # It claimed an 8B model its host did not run, so no band could be predicted for it.
         former_titles=("8B short chat (offload does not help)",),
+    ),
+    DemoEngagement(
+        # The customer brings its own traffic: the public Mooncake trace, characterised before
+        # any GPU is booked (the planner's advice on its page), then replayed byte for byte on
+        # every arm. G4 is left out: the two engagements above show the soak.
+        title="480B customer's own trace (Mooncake replay)",
+        model_name="qwen3-coder-480b-sim",
+        platform="simhost: 8x H100 80GB emulated, 65k-token KV cache, the customer's trace",
+        host="simhost-trace",
+        scenario="offload-helps-compact",
+        workload=trace_workload("0" * 64),  # the uploaded trace's digest goes in demo_specs
+        tiers=(256,),
+        min_external_hit_rate=0.1,
+        expected_g3="pass",
+        band_decisive=False,
+        gates=("G1", "G2", "G3"),
+        trace=True,
+        time_scale=REPLAY_HOST_TIME_SCALE,
     ),
 )
 
@@ -160,8 +191,9 @@ def demo_host_parameters(plan: DemoEngagement) -> dict:
         "run_root": str(folder / "host-runs"),
         "sim_scenario": plan.scenario,
         # the virtual clock reports the same timings at any scale (docs/simhost.md): a short
-        # one keeps the demo's many arm runs quick on a busy machine
-        "time_scale": 0.02,
+        # one keeps the demo's many arm runs quick on a busy machine (a replay's open loop
+        # takes a longer one: gates/demo/trace.py)
+        "time_scale": plan.time_scale,
         "sim_host_config": str(host_config),
         "sim_fault_file": str(no_faults),
     }
@@ -219,6 +251,8 @@ def demo_specs(plan: DemoEngagement) -> dict[str, Spec]:
     g3["statistics"]["outliers"].pop("step_level", None)
     g3["validity"]["min_external_hit_rate"] = plan.min_external_hit_rate
     g3["validity"]["require_kv_exceeds_vram"] = False
+    if plan.trace:
+        replay_the_trace(g2, g3, tier=plan.tiers[0], floor=plan.min_external_hit_rate)
     return {"G1": g1, "G2": g2, "G3": g3, "G4": demo_soak_spec()}
 
 
@@ -286,6 +320,8 @@ def _engagement(actor, customer: Organization, plan: DemoEngagement) -> Engageme
         model_name=plan.model_name,
         platform=plan.platform,
     )
+    if plan.trace:
+        demo_trace_upload(engagement)
     for kind, document in demo_specs(plan).items():
         gate = engagement.gates.get(kind=kind)
         services.gate_spec_update(actor=actor, gate=gate, document=document)

@@ -127,12 +127,10 @@ def trace_external_band(run: Run, workload: dict, tier: int) -> dict:
 def _sample_profile(run: Run, workload: dict, tier: int) -> dict | None:
     name = replay_name(workload, tier)
     for detail in run_steps(run):
-        detail = detail or {}
-        # A recorded step keeps what it returned under `progress` (gates.services.runs.recording).
-        for kept in (detail.get("progress") or {}, detail):
-            built = kept.get("replays") or {}
-            if isinstance(built.get(name), dict):
-                return built[name].get("sample_profile")
+        # A step's detail is {"step", "progress", ...}; the replay step's summary is its progress.
+        built = ((detail or {}).get("progress") or {}).get("replays") or {}
+        if isinstance(built.get(name), dict):
+            return built[name].get("sample_profile")
     return None
 
 

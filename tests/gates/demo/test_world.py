@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from gates.demo.trace import KV_PLAN, demo_trace_sha256, fitting_trace
 from gates.demo.walk import band_steps, check_outcome
 from gates.demo.world import build_demo_world, demo_host
 from gates.models import AuditEvent, SpecSignature, Verdict
 from gates.planner.run_band import measured_against_predicted
+from runners.traces.readers.formats import read_trace_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +41,7 @@ def test_each_demo_engagement_has_an_emulated_host_of_its_own():
     two hosts one machine, and a second run while the first ran found the GPUs busy."""
     engagements = build_demo_world(passwords=PASSWORDS)
     hosts = [demo_host(engagement) for engagement in engagements]
-    assert len({host.pk for host in hosts}) == len(engagements) == 2
+    assert len({host.pk for host in hosts}) == len(engagements) == 3
     for key in ("sim_host_config", "run_root", "port"):
         values = [str(host.parameters[key]) for host in hosts]
         assert len(set(values)) == len(values), key
@@ -48,7 +50,7 @@ def test_each_demo_engagement_has_an_emulated_host_of_its_own():
 
 
 def test_an_engagement_that_misses_the_outcome_it_was_built_to_show_is_a_failed_step():
-    helps, short_chat = build_demo_world(passwords=PASSWORDS)
+    helps, short_chat, _ = build_demo_world(passwords=PASSWORDS)
     # nothing decided yet: neither shows its outcome, so `demo --once` would exit non-zero
     assert not check_outcome(helps).ok and not check_outcome(short_chat).ok
     helps.gates.filter(kind="G3").update(verdict=Verdict.INCONCLUSIVE)
@@ -91,7 +93,7 @@ def test_a_measurement_outside_its_band_fails_only_where_the_band_is_decisive():
 
 def test_the_short_chat_engagement_names_the_model_its_host_serves_and_keeps_its_rows():
     """It once claimed an 8B model its 480B host did not run: a database from then is renamed."""
-    _, short_chat = build_demo_world(passwords=PASSWORDS)
+    _, short_chat, _ = build_demo_world(passwords=PASSWORDS)
     short_chat.title, short_chat.model_name = (
         "8B short chat (offload does not help)",
         "llama-3-8b-sim",
@@ -103,3 +105,33 @@ def test_the_short_chat_engagement_names_the_model_its_host_serves_and_keeps_its
         "480B short chat (offload does not help)",
         "qwen3-coder-480b-sim",
     )
+
+
+def test_the_trace_engagement_replays_the_customers_upload_named_by_digest_in_signed_specs():
+    """The customer uploads the trace through the trace service, the vendor saves the emulated
+    host's KV plan (the planner's advice on the trace's page), and both sign G2 and G3 specs
+    that replay it by digest; building again uploads nothing twice."""
+    *_, traced = build_demo_world(passwords=PASSWORDS)
+    (trace,) = traced.traces.all()
+    assert trace.sha256 == demo_trace_sha256() and bytes(trace.content) == fitting_trace()
+    assert (trace.format, trace.block_tokens) == ("mooncake", 512)
+    upload = AuditEvent.objects.get(action="trace.upload")
+    assert upload.actor.username == "customer" and upload.detail["sha256"] == trace.sha256
+    assert traced.kv_plan == KV_PLAN
+    g2 = traced.gates.get(kind="G2").current_spec
+    g3 = traced.gates.get(kind="G3").current_spec
+    assert g2.in_force and g3.in_force
+    for workload in (
+        g2.document["offload_hit"]["workload"],
+        g2.document["noise_floor"]["workload"],
+        g3.document["workload"],
+    ):
+        assert workload["trace"]["sha256"] == trace.sha256
+    build_demo_world(passwords=PASSWORDS)
+    assert traced.traces.count() == 1
+
+
+def test_the_demo_trace_keeps_whole_prefix_trees_that_fit_simhosts_context():
+    records = list(read_trace_bytes(fitting_trace(), "mooncake", 512))
+    assert 1000 < len(records) < 3993  # the fixture's 3,993 less the trees too long
+    assert max(record.input_tokens for record in records) <= 16_000

@@ -231,7 +231,7 @@ def test_a_sampled_g2_replay_reads_the_band_of_the_sample_its_replay_step_charac
     sample = {**PROFILE, "sample_fraction": 0.5}
     built = {replay_name(workload, 1): {"digest": "d", "sample_profile": sample}}
     name = "build and upload the trace replay"
-    # As a recorded step keeps it: what the step returned under `progress`.
-    replayed_g2.steps.create(position=1, name=name, detail={"progress": {"replays": built}})
+    detail = {"step": {"name": name, "kind": "replay"}, "progress": {"replays": built}}
+    replayed_g2.steps.create(position=1, name=name, detail=detail)
     band = run_decision_context(replayed_g2)["replay_external_band"]
     assert band["band"] == pytest.approx([0.25, 0.4])

@@ -5,64 +5,23 @@ checked and shown beside the decision."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from django.urls import reverse
 
-from gates import services
 from gates.evidence import bundle_for_decision
 from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Measurement
-from gates.tenancy import viewer_for_user
 from tests.runners.program.test_gate_programs import drive, pass_gate, start, tasks_run_here
-from tests.simhosts import g3_spec, ssh_simhost
+from tests.runners.program.trace_replays import sim_host, trace_workload, upload_trace
+from tests.simhosts import g3_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
-__all__ = ["tasks_run_here"]
-
-FIXTURE = Path(__file__).parents[2] / "fixtures" / "traces" / "mooncake-synthetic_trace.jsonl"
-# sim-1b serves 32k tokens: keep the prefix trees (first hash id) whose every request is
-# shorter than this (half of it, so that a hundred-odd requests stay quick).
-MAX_INPUT = 16_000
-
-
-def fitting_trace() -> bytes:
-    """The fixture less the prefix trees with a request longer than simhost's model takes:
-    whole trees go, never single requests, so what is kept shares what the trace shares."""
-    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
-    too_long = {row["hash_ids"][0] for row in rows if row["input_length"] > MAX_INPUT}
-    kept = [row for row in rows if row["hash_ids"][0] not in too_long]
-    return b"".join(json.dumps(row).encode() + b"\n" for row in kept)
-
-
-@pytest.fixture
-def sim_host(customer_org, own_sshd, tmp_path):
-    return ssh_simhost(customer_org, own_sshd, tmp_path / "host")
+__all__ = ["sim_host", "tasks_run_here"]
 
 
 def trace_spec(sha256: str) -> dict:
-    workload = {
-        "dataset": "random",
-        "input_len": MAX_INPUT,
-        "output_len": 64,
-        "num_prompts": 100,  # about what the replay measures (the spec checks read it)
-        "seed": 5,
-        # A down-sampled replay: 148 requests over three seconds.
-        "trace": {
-            "sha256": sha256,
-            "format": "mooncake",
-            "block_tokens": 512,
-            "time_scale": 0.003,
-            "sample_fraction": 0.06,
-            "warmup_s": 0.3,
-            # As _statistics_for_simhost: this shared 2-core box schedules the client tens of ms
-            # late (measured 10 to 90 ms at p99 under a load of 11), which would judge the box,
-            # not the replay; the 10 ms default bar holds on a host of its own.
-            "max_arrival_error_p99_ms": 1000.0,
-        },
-    }
+    # A down-sampled replay: 148 requests over three seconds.
+    workload = trace_workload(sha256)
     clauses = [
         {
             "metric": "ttft_p50",
@@ -82,14 +41,7 @@ def trace_spec(sha256: str) -> dict:
 def test_g3_replays_the_customers_trace_on_every_arm_and_checks_its_fidelity(
     client, actor, vendor_viewer, engagement, sim_host
 ):
-    trace = services.trace_upload(
-        actor=actor,
-        viewer=viewer_for_user(actor.user),
-        engagement=engagement,
-        name="mooncake.jsonl",
-        content=fitting_trace(),
-        trace_format="mooncake",
-    )
+    trace = upload_trace(actor, engagement)
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
     run = drive(start(actor, vendor_viewer, engagement, "G3", sim_host, trace_spec(trace.sha256)))
