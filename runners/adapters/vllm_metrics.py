@@ -132,8 +132,14 @@ def _plain_samples(text: str) -> Samples | None:
     """The samples of a page made only of comments and plain sample lines; None otherwise."""
     samples: Samples = defaultdict(list)
     for line in text.split("\n"):
-        if line.startswith("# TYPE ") and line.rsplit(" ", 1)[-1] not in _TYPES:
-            return None  # prometheus_client refuses it, naming the reason
+        if line.startswith("# TYPE "):
+            family, _, kind = line[len("# TYPE ") :].partition(" ")
+            if kind not in _TYPES:
+                return None  # prometheus_client refuses it, naming the reason
+            if kind == "counter" and not family.endswith("_total"):
+                # prometheus_client renames such a counter's samples to `<name>_total` (the
+                # Mooncake master declares `master_evicted_key_count counter`): its reading.
+                return None
         if not line or line.startswith("#"):
             continue
         match = _PLAIN_LINE.fullmatch(line)

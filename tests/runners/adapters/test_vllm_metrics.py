@@ -240,3 +240,23 @@ def test_generated_pages_read_as_prometheus_client_reads_them():
             lines.append(f"{name}{{{labels}}} {value}" if labels else f"{name} {value}")
         text = "\n".join(lines) + "\n"
         assert _comparable(read_samples(text)) == _comparable(_by_prometheus_client(text)), text
+
+
+@pytest.mark.parametrize("kind", ["counter", "gauge", "untyped"])
+def test_a_family_typed_without_total_reads_as_prometheus_client_reads_it(kind):
+    # prometheus_client names a counter declared without `_total` by `<name>_total` (the
+    # Mooncake master's page does this); the line reader must not read it as `<name>`.
+    from runners.adapters.vllm_metrics import read_samples
+
+    text = f"# TYPE x {kind}\nx 1\n# TYPE y_total counter\ny_total 2\n"
+    assert _comparable(read_samples(text)) == _comparable(_by_prometheus_client(text))
+
+
+@pytest.mark.parametrize(
+    "path", sorted(FIXTURES.parent.glob("*-metrics/*.txt")), ids=lambda path: path.name
+)
+def test_every_metrics_page_in_the_fixtures_reads_as_prometheus_client_reads_it(path):
+    from runners.adapters.vllm_metrics import read_samples
+
+    text = path.read_text()
+    assert _comparable(read_samples(text)) == _comparable(_by_prometheus_client(text))
