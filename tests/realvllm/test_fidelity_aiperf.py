@@ -88,11 +88,14 @@ def test_aiperf_against_the_real_vllm_agrees_with_the_servers_counters(
     assert (run["completed"], run["failed"], run["max_concurrency"]) == (PROMPTS, 0, CONCURRENCY)
     prompt = {"random": SIZES["input_len"]}.get(dataset, SIZES["prefix_len"] + SIZES["suffix_len"])
     assert run["total_input_tokens"] == PROMPTS * prompt
-    for group in ("ttft_ms", "tpot_ms", "e2el_ms"):
+    for group in ("ttft_ms", "e2el_ms"):
         assert 0 < run[group]["median"] <= run[group]["p99"], group
-    # AIPerf's chunk gaps (itl_ms) against this CPU vLLM: several of its streamed chunks come in
-    # one read, so AIPerf stamps them alike: many gaps are 0, the median was in one run of three.
-    assert 0 <= run["itl_ms"]["median"] <= run["itl_ms"]["p99"] and run["itl_ms"]["p99"] > 0
+    # AIPerf's chunk gaps (itl_ms) and so its TPOT against this CPU vLLM: several of its streamed
+    # chunks come in one read, so AIPerf stamps them alike. Many gaps are 0; the ITL median was 0
+    # in one run of three at load 10, and on a quiet box (2026-12-03) a prefix run's TPOT median
+    # was 0 too: the tiny model's 8 tokens came in one read after the first. Never negative.
+    for group in ("tpot_ms", "itl_ms"):
+        assert 0 <= run[group]["median"] <= run[group]["p99"], group
 
     # The server's own counters over the run, against what AIPerf says it sent and received.
     delta = {
