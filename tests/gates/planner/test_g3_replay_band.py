@@ -13,14 +13,12 @@ from django.urls import reverse
 from gates import services
 from gates.evidence import bundle_for_decision, layout
 from gates.evidence.verify import verify_bundle
-from gates.models import WorkloadTrace
 from gates.pages.report.tables import clause_table
 from gates.services.runs import evaluation
 from gates.services.runs.evaluation import run_decision_context
-from gates.tenancy import viewer_for_user
 from tests.contract import sign_as_both
 from tests.gates.evidence.helpers import edited_json, resealed
-from tests.gates.planner.test_replay_hit_band import KV_PLAN, PROFILE
+from tests.gates.planner.test_replay_hit_band import characterised_trace
 from tests.gates.services.test_uploads import (
     bench_file,
     g3_upload_gate,
@@ -43,19 +41,9 @@ def api(vendor_admin, vendor_org):
 def replayed_g3(api, actor, vendor_viewer, engagement, host):
     """An uploaded G3 whose workload replays a characterised trace at c=8 on 25 GiB of DRAM,
     decided on four repetitions of each arm (the captured servers' counters)."""
-    trace = services.trace_upload(
-        actor=actor,
-        viewer=viewer_for_user(actor.user),
-        engagement=engagement,
-        name="t.jsonl",
-        content=b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [7]}\n',
-        trace_format="mooncake",
-    )
-    WorkloadTrace.objects.filter(pk=trace.pk).update(state="ready", profile=PROFILE)
-    type(engagement).objects.filter(pk=engagement.pk).update(kv_plan=KV_PLAN)
+    _, reference = characterised_trace(actor, engagement)
     gate = g3_upload_gate(actor, vendor_viewer, engagement, host)
     document = gate.current_spec.document
-    reference = {"sha256": trace.sha256, "format": "mooncake", "block_tokens": 512}
     document["workload"] = {**document["workload"], "trace": reference}
     document["server"] = {**(document.get("server") or {}), "offload_gib": 25}
     services.gate_spec_update(actor=actor, gate=gate, document=document)

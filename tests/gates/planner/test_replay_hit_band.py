@@ -90,9 +90,9 @@ def test_a_sample_gets_the_band_of_its_own_characterisation():
     assert replay_hit_bands(own, KV_PLAN, sampled, [1]) == {1: (0.5, 0.6)}
 
 
-@pytest.fixture
-def replayed_run(actor, vendor_viewer, engagement, host):
-    """A G3 run of a replay of a characterised trace, with one offload cell measured."""
+def characterised_trace(actor, engagement) -> tuple[WorkloadTrace, dict]:
+    """A one-line Mooncake trace uploaded and characterised as PROFILE, the engagement's KV
+    plan saved as KV_PLAN; the trace and the spec's reference to it."""
     trace = services.trace_upload(
         actor=actor,
         viewer=viewer_for_user(actor.user),
@@ -103,10 +103,16 @@ def replayed_run(actor, vendor_viewer, engagement, host):
     )
     WorkloadTrace.objects.filter(pk=trace.pk).update(state="ready", profile=PROFILE)
     type(engagement).objects.filter(pk=engagement.pk).update(kv_plan=KV_PLAN)
+    return trace, {"sha256": trace.sha256, "format": "mooncake", "block_tokens": 512}
+
+
+@pytest.fixture
+def replayed_run(actor, vendor_viewer, engagement, host):
+    """A G3 run of a replay of a characterised trace, with one offload cell measured."""
+    _, reference = characterised_trace(actor, engagement)
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
     gate = engagement.gates.get(kind="G3")
-    reference = {"sha256": trace.sha256, "format": "mooncake", "block_tokens": 512}
     workload = {"dataset": "random", "input_len": 10, "output_len": 1, "num_prompts": 40}
     document = g3_spec(workload={**workload, "seed": 5, "trace": reference}, tiers=[1])
     services.gate_spec_update(actor=actor, gate=gate, document=document)
@@ -155,19 +161,9 @@ def test_a_sampled_replay_has_no_band_and_the_page_says_why(replayed_run, vendor
 def replayed_g2(actor, vendor_viewer, engagement, host):
     """A claimed G2 run whose hit cell replays a characterised trace at c=1 on 25 GiB of DRAM,
     its hit cell measured at an external hit rate of 20 % (the band is 25 % to 40 %)."""
-    trace = services.trace_upload(
-        actor=actor,
-        viewer=viewer_for_user(actor.user),
-        engagement=engagement,
-        name="t.jsonl",
-        content=b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [7]}\n',
-        trace_format="mooncake",
-    )
-    WorkloadTrace.objects.filter(pk=trace.pk).update(state="ready", profile=PROFILE)
-    type(engagement).objects.filter(pk=engagement.pk).update(kv_plan=KV_PLAN)
+    _, reference = characterised_trace(actor, engagement)
     pass_gate(actor, vendor_viewer, engagement, "G1", host)
     gate = engagement.gates.get(kind="G2")
-    reference = {"sha256": trace.sha256, "format": "mooncake", "block_tokens": 512}
     document = g2_spec()
     document["offload_hit"].update(
         tier=1, workload={**document["offload_hit"]["workload"], "trace": reference}

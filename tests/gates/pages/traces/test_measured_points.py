@@ -13,10 +13,9 @@ from django.urls import reverse
 from gates import services
 from gates.charts.traces import hit_curve_figure
 from gates.history.trace_points import cell_points
-from gates.models import Measurement, WorkloadTrace
-from gates.tenancy import viewer_for_user
+from gates.models import Measurement
 from tests.contract import sign_as_both
-from tests.gates.planner.test_replay_hit_band import KV_PLAN, PROFILE
+from tests.gates.planner.test_replay_hit_band import KV_PLAN, PROFILE, characterised_trace
 from tests.gates.services.test_uploads import pass_gate
 from tests.gates.test_tenancy import token_client
 from tests.simhosts import g3_spec
@@ -67,17 +66,7 @@ def test_the_figure_has_a_legend_entry_per_run_and_kind_and_names_the_run_on_hov
 def measured_trace(actor, vendor_viewer, engagement, host):
     """A characterised trace replayed by a G2 hit cell (external 20 %) and a G3 at c=1 (GPU
     50 % on both arms, the offload arm's tier 40 % of what the GPU missed)."""
-    trace = services.trace_upload(
-        actor=actor,
-        viewer=viewer_for_user(actor.user),
-        engagement=engagement,
-        name="t.jsonl",
-        content=b'{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [7]}\n',
-        trace_format="mooncake",
-    )
-    WorkloadTrace.objects.filter(pk=trace.pk).update(state="ready", profile=PROFILE)
-    type(engagement).objects.filter(pk=engagement.pk).update(kv_plan=KV_PLAN)
-    reference = {"sha256": trace.sha256, "format": "mooncake", "block_tokens": 512}
+    trace, reference = characterised_trace(actor, engagement)
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
     g3 = engagement.gates.get(kind="G3")
