@@ -22,8 +22,10 @@ import re
 import sys
 import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Dict
+
+from simhost.sidehttp import SideServiceHandler
 
 QUERIES = "vllm:external_prefix_cache_queries_total"
 HITS = "vllm:external_prefix_cache_hits_total"
@@ -67,26 +69,15 @@ def read_engine(url: str) -> Dict[str, float]:
 
 
 def handler_for(engine_metrics_url: str) -> type:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(SideServiceHandler):
         def do_GET(self) -> None:
             if self.path in ("/healthcheck", "/api/healthcheck"):
-                self._answer(200, "application/json", '{"status":"healthy"}')
+                self.answer(200, "application/json", b'{"status":"healthy"}')
             elif self.path == "/metrics":
                 page = lmcache_page(read_engine(engine_metrics_url))
-                self._answer(200, "text/plain; version=0.0.4", page)
+                self.answer(200, "text/plain; version=0.0.4", page.encode())
             else:
-                self._answer(404, "text/plain", "not found\n")
-
-        def _answer(self, status: int, kind: str, body: str) -> None:
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            return  # scrapes are not news
+                self.answer(404, "text/plain", b"not found\n")
 
     return Handler
 

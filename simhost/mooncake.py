@@ -24,9 +24,11 @@ import re
 import sys
 import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Dict, Tuple
 from urllib.parse import parse_qs, urlsplit
+
+from simhost.sidehttp import SideServiceHandler
 
 READ_TIMEOUT_S = 5
 VLLM = ("vllm:external_prefix_cache_queries_total", "vllm:external_prefix_cache_hits_total")
@@ -85,47 +87,37 @@ def read_engine(url: str) -> Tuple[float, float]:
 def handler_for(engine_metrics_url: str, store: Dict[str, bytes], *, admin: bool) -> type:
     """The master's admin and metrics server (`admin`), or its HTTP metadata server."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(SideServiceHandler):
         def do_GET(self) -> None:
             path = urlsplit(self.path).path
             if path == "/health" and admin:
                 body = {"status": "ok", "role": "leader", "service_ready": True}
-                self._answer(200, "application/json", json.dumps(body).encode())
+                self.answer(200, "application/json", json.dumps(body).encode())
             elif path == "/health":
-                self._answer(200, "text/plain", b"OK")
+                self.answer(200, "text/plain", b"OK")
             elif path == "/metrics":
                 page = master_page(*read_engine(engine_metrics_url))
-                self._answer(200, "text/plain; version=0.0.4", page.encode())
+                self.answer(200, "text/plain; version=0.0.4", page.encode())
             elif path == "/metadata":
                 value = store.get(self._key())
                 if value is None:
-                    self._answer(404, "application/json", b"metadata not found")
+                    self.answer(404, "application/json", b"metadata not found")
                 else:
-                    self._answer(200, "application/json", value)
+                    self.answer(200, "application/json", value)
             else:
-                self._answer(404, "text/plain", b"not found\n")
+                self.answer(404, "text/plain", b"not found\n")
 
         def do_PUT(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             store[self._key()] = self.rfile.read(length)
-            self._answer(200, "application/json", b"metadata updated")
+            self.answer(200, "application/json", b"metadata updated")
 
         def do_DELETE(self) -> None:
             store.pop(self._key(), None)
-            self._answer(200, "application/json", b"metadata deleted")
+            self.answer(200, "application/json", b"metadata deleted")
 
         def _key(self) -> str:
             return (parse_qs(urlsplit(self.path).query).get("key") or [""])[0]
-
-        def _answer(self, status: int, kind: str, data: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            return  # scrapes are not news
 
     return Handler
 
