@@ -246,10 +246,9 @@ PLACEHOLDERS: dict[str, Kind] = {
     "run_root": absolute_path(),
     # The HTTP port of LMCache's multi-process server (its health check), offload_backend lmcache.
     "lmcache_http_port": integer(1, 65535),
-    # The lmcache profile: its server's ZMQ port (LMCacheMPConnector's lmcache.mp.port) and its
-    # Prometheus port (the lmcache_mp_* counters).
+    # The lmcache profile: its server's ZMQ port (LMCacheMPConnector's lmcache.mp.port). Its
+    # lmcache_mp_* counters are on the HTTP port's /metrics: `lmcache server` opens no other.
     "lmcache_mp_port": integer(1, 65535),
-    "lmcache_metrics_port": integer(1, 65535),
     # cold_recovery's flush phase (docs/gates.md): how many unrelated prompts, and their seed.
     "flush_prompts": integer(1, 10_000_000),
     "flush_seed": integer(0, 2**32 - 1),

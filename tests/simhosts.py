@@ -192,7 +192,7 @@ def use_lmcache(host: Host, setup: str) -> Host:
     """Point a simhost host at LMCache as `setup` (one of LMCACHE_SETUPS) runs it, on free ports."""
     if setup == "profile":
         host.profile = Profile.objects.get(name="simhost-lmcache")
-        ports = {"lmcache_mp_port", "lmcache_http_port", "lmcache_metrics_port"}
+        ports = {"lmcache_mp_port", "lmcache_http_port"}
         host.parameters = {**host.parameters, **{name: free_port() for name in ports}}
     else:
         host.parameters = {

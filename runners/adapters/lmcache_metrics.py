@@ -1,8 +1,10 @@
 """Reads LMCache's multi-process server `/metrics` (its HTTP frontend, `--http-port`) into the
 tier's own hit proof: lookup hits over requested tokens, in all and per level (L1, L2).
 
-Names as LMCache's MP observability docs give them (`lmcache_mp_lookup_*_tokens_total`); no page
-of a running server was captured here (docs/hosts.md, "vLLM"). Pure: no I/O, no Django.
+Names as lmcache 0.5.6's server prints them (`lmcache_mp_lookup_*_tokens_total`, captured in
+tests/fixtures/lmcache-metrics/). Its counters are OpenTelemetry instruments, exported only once
+something was added to them: a fresh server's page has no lookup series at all, so a counter
+absent before a bench and present after it grew from 0. Pure: no I/O, no Django.
 """
 
 from __future__ import annotations
@@ -36,14 +38,11 @@ def parse_lmcache_metrics(text: str | bytes, *, source: str = "<input>") -> dict
 def lookup_hit_rate(before: dict[str, Any], after: dict[str, Any]) -> float | None:
     """Hit tokens over requested tokens between two scrapes; None when unknown or nothing was
     looked up (a counter that went down, a restart, is unknown too)."""
-    old, new = before["counters"], after["counters"]
-    values = [new.get(key) for key in ("lookup_hit_tokens", "lookup_requested_tokens")]
-    values += [old.get(key) for key in ("lookup_hit_tokens", "lookup_requested_tokens")]
-    if any(value is None for value in values):
-        return None
-    hits, asked = values[0] - values[2], values[1] - values[3]
+    hits, asked = (
+        _growth(before, after, key) for key in ("lookup_hit_tokens", "lookup_requested_tokens")
+    )
     # More hits than lookups is no page LMCache writes: unknown, never a rate above one.
-    if hits < 0 or asked <= 0 or hits > asked:
+    if hits is None or asked is None or asked <= 0 or hits > asked:
         return None
     return float(hits / asked)
 
@@ -61,10 +60,7 @@ def lookup_facts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
     """What LMCache's own counters say about one bench (a side service's facts in a cell's
     server facts): its lookup hit rate and the tokens looked up and hit, in all and per level;
     a counter absent from either scrape, or one that went down, is None."""
-    deltas = {
-        name: _delta(before["counters"].get(key), after["counters"].get(key))
-        for name, key in LOOKUP_DELTAS.items()
-    }
+    deltas = {name: _growth(before, after, key) for name, key in LOOKUP_DELTAS.items()}
     return {
         "metrics_tool": "lmcache-metrics",
         "lookup_hit_rate": lookup_hit_rate(before, after),
@@ -72,7 +68,15 @@ def lookup_facts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _delta(old: float | None, new: float | None) -> float | None:
-    if old is None or new is None or new < old:
+def _growth(before: dict[str, Any], after: dict[str, Any], key: str) -> float | None:
+    """How much one counter grew between two scrapes of the same server. Absent before and
+    present after: it grew from 0 (nothing had been added to it yet). Absent after, or lower
+    after than before (a restart): unknown."""
+    old, new = before["counters"].get(key), after["counters"].get(key)
+    if new is None:
+        return None
+    if old is None:
+        old = 0.0
+    if new < old:
         return None
     return float(new - old)

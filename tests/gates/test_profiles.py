@@ -45,7 +45,6 @@ VALUES = {
     "sim_fault_file": "/etc/sim/f.json",
     "lmcache_http_port": 8080,
     "lmcache_mp_port": 5555,
-    "lmcache_metrics_port": 9090,
     "mooncake_rpc_port": 50051,
     "mooncake_metrics_port": 9003,
     "mooncake_metadata_port": 8080,
@@ -231,8 +230,9 @@ def test_the_lmcache_server_is_sized_by_offload_gib_on_the_port_vllm_expects():
     assert start[start.index("--port") + 1] == "5555"
     assert start[start.index("--eviction-policy") + 1] == "LRU"
     health = fill(server["health"], VALUES)
-    # LMCache's quickstart documents /api/healthcheck on its HTTP frontend.
-    assert health[-2:] == ["http://127.0.0.1:8080", "/api/healthcheck"]
+    # lmcache 0.5.6's HTTP frontend routes /healthcheck (http_apis/info_api.py); the
+    # quickstart's /api/healthcheck is a 404 there.
+    assert health[-2:] == ["http://127.0.0.1:8080", "/healthcheck"]
     metrics = fill(server["metrics"], VALUES)
     assert metrics[-3:] == ["metrics", "http://127.0.0.1:8080", "/metrics"]
     assert server["metrics_tool"] == "lmcache-metrics"
@@ -317,15 +317,15 @@ def test_the_lmcache_profiles_run_lmcaches_server_beside_vllms_mp_connector(name
     assert engine_of(commands).services_for("resident", VALUES) == []
     assert engine_of(commands).hit_proof_service == "lmcache" == service.name
     start = fill(service.start, VALUES)
-    # lmcache 0.5.6's `lmcache server`: ZMQ on --port, the L1 tier, its HTTP frontend, Prometheus.
+    # lmcache 0.5.6's `lmcache server`: ZMQ on --port, the L1 tier, its HTTP frontend.
     assert start[:2] == ["lmcache", "server"] or start[2:4] == ["simhost", "lmcache-server"]
     assert start[start.index("--port") + 1] == "5555"
     assert start[start.index("--l1-size-gb") + 1] == "256.0"
-    assert start[start.index("--prometheus-port") + 1] == "9090"
-    # lmcache 0.5.6's HTTP frontend answers /healthcheck (http_apis/info_api.py); its lookup
-    # counters are on the Prometheus port.
+    # Its HTTP frontend answers /healthcheck and serves the lookup counters on /metrics; it
+    # starts no Prometheus server of its own (a --prometheus-port there is unused).
+    assert "--prometheus-port" not in start
     assert fill(service.health, VALUES)[-2:] == ["http://127.0.0.1:8080", "/healthcheck"]
-    assert fill(service.metrics, VALUES)[-2:] == ["http://127.0.0.1:9090", "/metrics"]
+    assert fill(service.metrics, VALUES)[-2:] == ["http://127.0.0.1:8080", "/metrics"]
     offload = fill(commands["serve"]["offload"], VALUES)
     config = json.loads(offload[offload.index("--kv-transfer-config") + 1])
     assert config["kv_connector"] == "LMCacheMPConnector" and config["kv_role"] == "kv_both"

@@ -1,6 +1,7 @@
-"""LMCache's multi-process /metrics read into the tier's own facts about one bench. The pages
-are written from the series names LMCache's MP observability docs give (no capture here:
-docs/adapters.md, "lmcache-metrics")."""
+"""LMCache's multi-process /metrics read into the tier's own facts about one bench: the real
+server's pages (lmcache 0.5.6, captured before and after LMCache's own client bench:
+tests/fixtures/lmcache-metrics/PROVENANCE.md), and pages written with its series names for the
+cases no capture shows."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import pytest
 
 from runners.adapters import AdapterError, parse
 from runners.adapters.lmcache_metrics import lookup_facts, lookup_hit_rate
+from tests.runners.adapters.golden import FIXTURES
+
+REAL = FIXTURES / "lmcache-metrics"
+REAL_BEFORE = (REAL / "lmcache-0.5.6__server_before.txt").read_text()
+REAL_AFTER = (REAL / "lmcache-0.5.6__server_after.txt").read_text()
 
 
 def page(asked: float, hit: float, l1: float | None = None, l2: float | None = None) -> str:
@@ -62,3 +68,59 @@ def test_nothing_looked_up_or_more_hits_than_lookups_is_no_rate(asked, hit):
 def test_a_page_without_lmcaches_series_is_refused():
     with pytest.raises(AdapterError, match="not LMCache"):
         parse("vllm:num_requests_running 0\n", tool="lmcache-metrics")
+
+
+def test_a_fresh_real_servers_page_is_lmcaches_with_no_lookup_counter_yet():
+    before = parse(REAL_BEFORE, tool="lmcache-metrics")
+    assert before["tool"] == "lmcache-metrics"
+    # OpenTelemetry exports a counter only once something was added to it.
+    assert before["counters"] == dict.fromkeys(before["counters"])
+
+
+def test_the_real_servers_counters_are_read_summed_over_their_labels():
+    after = parse(REAL_AFTER, tool="lmcache-metrics")
+    assert after["counters"] == {
+        "lookup_requested_tokens": 4096.0,
+        "lookup_hit_tokens": 1024.0,
+        "lookup_hit_l1_tokens": 1024.0,
+        "lookup_hit_l2_tokens": 0.0,
+        "l1_read_chunks": 4.0,
+    }
+
+
+def test_counters_absent_before_the_bench_and_present_after_it_count_from_zero():
+    before = parse(REAL_BEFORE, tool="lmcache-metrics")
+    after = parse(REAL_AFTER, tool="lmcache-metrics")
+    assert lookup_facts(before, after) == {
+        "metrics_tool": "lmcache-metrics",
+        "lookup_hit_rate": 0.25,
+        "requested_tokens": 4096.0,
+        "hit_tokens": 1024.0,
+        "hit_l1_tokens": 1024.0,
+        "hit_l2_tokens": 0.0,
+    }
+
+
+def test_counters_present_before_and_absent_after_are_unknown_not_a_fall_to_zero():
+    before = parse(REAL_AFTER, tool="lmcache-metrics")
+    after = parse(REAL_BEFORE, tool="lmcache-metrics")
+    facts = lookup_facts(before, after)
+    assert facts["lookup_hit_rate"] is None
+    assert facts["requested_tokens"] is None and facts["hit_l1_tokens"] is None
+
+
+def test_a_hit_counter_on_neither_page_is_unknown_and_so_is_the_rate():
+    # Not a page 0.5.6 writes (it adds to all four lookup counters at once), but a gap here
+    # must read as unknown, never as no hits.
+    before = parse(REAL_BEFORE, tool="lmcache-metrics")
+    after = parse(page_without_hits(4096), tool="lmcache-metrics")
+    facts = lookup_facts(before, after)
+    assert facts["requested_tokens"] == 4096.0
+    assert facts["hit_tokens"] is None and facts["lookup_hit_rate"] is None
+
+
+def page_without_hits(asked: float) -> str:
+    return (
+        "# TYPE lmcache_mp_lookup_requested_tokens_total counter\n"
+        f'lmcache_mp_lookup_requested_tokens_total{{cache_salt="",model_name="m"}} {asked}\n'
+    )

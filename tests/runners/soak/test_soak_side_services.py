@@ -97,7 +97,7 @@ def test_the_agent_runs_the_offload_arms_side_services_with_their_commands_fille
         "http://127.0.0.1:9123",
         "/metrics",
     ]
-    assert service["health_argv"][-1] == "/api/healthcheck"
+    assert service["health_argv"][-1] == "/healthcheck"
     assert config["hit_proof"] == "lmcache"
 
 
