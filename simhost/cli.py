@@ -101,7 +101,7 @@ def build_parser() -> OneLineParser:
     _add_simulate(commands, common)
     lmcache_server = commands.add_parser(
         "lmcache-server",
-        help="LMCache's MP server HTTP frontend: /api/healthcheck and its lookup counters",
+        help="LMCache's MP server HTTP frontend: /healthcheck and its lookup counters",
         description="A TEST DOUBLE of LMCache's multi-process server's HTTP frontend: its "
         "lookup counters are what the emulated engine's offload tier looked up and hit.",
     )

@@ -3,16 +3,20 @@ the side service the vLLM profiles start before vLLM when `offload_backend` is `
 
 It takes `lmcache server`'s flags (lmcache 0.5.6: `--host`, `--port`, `--l1-size-gb`,
 `--eviction-policy`, `--chunk-size`, `--http-host`, `--http-port`, `--prometheus-port`; all but
-the ports are accepted and unused) and serves, on its HTTP port, `/healthcheck` (the route
-lmcache 0.5.6's HTTP frontend answers, `{"status": "healthy"}`) and `/api/healthcheck` (the
-path LMCache's quickstart documents), and `/metrics` with LMCache's lookup counters
-(`lmcache_mp_lookup_{requested,hit,hit_l1,hit_l2}_tokens_total`), on its Prometheus port too
-when given (where the real server exports them). simhost has one offload tier
-and it lives inside the emulated engine, so what this server counts is what that tier saw: at
-every scrape it reads the engine's `/metrics` and reports its external prefix cache queries as
-tokens looked up and its hits as tokens hit, all of them in L1 (the emulated tier is one level
-of host memory; L2 stays 0). An engine not answering yet has looked nothing up: zeros.
-No key-value store runs here. Standard library only.
+the HTTP ones are accepted and unused, `--prometheus-port` too: the real server, run with its
+HTTP frontend, opens no Prometheus port) and serves on its HTTP port what the real one does
+there for Tollgate: `/healthcheck` (`{"status":"healthy"}`) and `/metrics`; any other path,
+the quickstart's `/api/healthcheck` among them, is FastAPI's 404 (`{"detail":"Not Found"}`).
+
+The page is shaped as 0.5.6 prints it (tests/fixtures/lmcache-metrics/, the real captures):
+the event bus gauges always, and the lookup counters
+(`lmcache_mp_lookup_{requested,hit,hit_l1,hit_l2}_tokens_total`, the real HELP texts) only once
+something was looked up (OpenTelemetry exports a counter once it was added to). simhost has
+one offload tier and it lives inside the emulated engine, so what this server counts is what
+that tier saw: at every scrape it reads the engine's `/metrics` and reports its external prefix
+cache queries as tokens looked up and its hits as tokens hit, all of them in L1 (the emulated
+tier is one level of host memory; L2 stays 0). An engine not answering yet has looked nothing
+up. No key-value store runs here. Standard library only.
 """
 
 from __future__ import annotations
@@ -20,10 +24,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import threading
 import urllib.request
 from http.server import ThreadingHTTPServer
-from typing import Dict
+from typing import Dict, List
 
 from simhost.sidehttp import SideServiceHandler
 
@@ -42,21 +45,54 @@ def engine_counters(page: str) -> Dict[str, float]:
     return found
 
 
+# lmcache 0.5.6's own HELP texts (its lookup metrics subscriber and event bus).
+EVENT_BUS = (
+    ("event_bus_queue_depth", "Events currently queued in the EventBus."),
+    (
+        "event_bus_drain_lag_seconds",
+        "Seconds since the oldest queued event was published; 0.0 when empty.  "
+        "Rising values mean the drain thread is falling behind.",
+    ),
+)
+LOOKUP_HELP = {
+    "lookup_requested_tokens": "Total tokens submitted for lookup (denominator of the L1+L2 "
+    "token-level hit rate). Only chunk-aligned tokens are counted.",
+    "lookup_hit_tokens": "Total tokens found in L1+L2 during lookup (numerator of the L1+L2 "
+    "token-level hit rate). Counts the contiguous prefix hit only.",
+    "lookup_hit_l1_tokens": "Of lookup_hit: tokens served from objects L1 already held (from "
+    "the storage manager's per-tier hit counts).",
+    "lookup_hit_l2_tokens": "Of lookup_hit: tokens L2 added beyond the L1-servable prefix. "
+    "lookup_hit_l1 + lookup_hit_l2 == lookup_hit.",
+}
+
+
 def lmcache_page(counters: Dict[str, float]) -> str:
-    """LMCache's lookup counters for what the engine's tier looked up and hit."""
-    asked, hit = counters[QUERIES], counters[HITS]
-    series = (
-        ("lookup_requested_tokens", "Tokens looked up in the cache.", asked),
-        ("lookup_hit_tokens", "Tokens found in the cache.", hit),
-        ("lookup_hit_l1_tokens", "Tokens found in L1 (host memory).", hit),
-        ("lookup_hit_l2_tokens", "Tokens found in L2.", 0.0),
-    )
+    """LMCache's page for what the engine's tier looked up and hit: the event bus gauges, and
+    the lookup counters once anything was looked up."""
     lines = []
-    for name, doc, value in series:
-        full = "lmcache_mp_{}_total".format(name)
-        lines += ["# HELP {} {}".format(full, doc), "# TYPE {} counter".format(full)]
-        lines.append("{} {}".format(full, value))
+    for name, doc in EVENT_BUS:
+        full = "lmcache_mp_{}".format(name)
+        lines += ["# HELP {} {}".format(full, doc), "# TYPE {} gauge".format(full)]
+        lines.append("{} 0.0".format(full))
+    # OpenTelemetry exports a counter only once something was added to it.
+    if counters[QUERIES] > 0:
+        lines += lookup_lines(counters[QUERIES], counters[HITS])
     return "\n".join(lines) + "\n"
+
+
+def lookup_lines(asked: float, hit: float) -> List[str]:
+    values = {
+        "lookup_requested_tokens": asked,
+        "lookup_hit_tokens": hit,
+        "lookup_hit_l1_tokens": hit,
+        "lookup_hit_l2_tokens": 0.0,
+    }
+    lines = []
+    for name, value in values.items():
+        full = "lmcache_mp_{}_total".format(name)
+        lines += ["# HELP {} {}".format(full, LOOKUP_HELP[name]), "# TYPE {} counter".format(full)]
+        lines.append("{} {}".format(full, value))
+    return lines
 
 
 def read_engine(url: str) -> Dict[str, float]:
@@ -71,13 +107,13 @@ def read_engine(url: str) -> Dict[str, float]:
 def handler_for(engine_metrics_url: str) -> type:
     class Handler(SideServiceHandler):
         def do_GET(self) -> None:
-            if self.path in ("/healthcheck", "/api/healthcheck"):
+            if self.path == "/healthcheck":
                 self.answer(200, "application/json", b'{"status":"healthy"}')
             elif self.path == "/metrics":
                 page = lmcache_page(read_engine(engine_metrics_url))
-                self.answer(200, "text/plain; version=0.0.4", page.encode())
+                self.answer(200, "text/plain; charset=utf-8", page.encode())
             else:
-                self.answer(404, "text/plain", b"not found\n")
+                self.answer(404, "application/json", b'{"detail":"Not Found"}')
 
     return Handler
 
@@ -85,7 +121,9 @@ def handler_for(engine_metrics_url: str) -> type:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-host", default="127.0.0.1")
     parser.add_argument("--http-port", type=int, required=True)
-    parser.add_argument("--prometheus-port", type=int, help="/metrics here too (LMCache's)")
+    parser.add_argument(
+        "--prometheus-port", type=int, help="(unused: /metrics is on --http-port, as LMCache's)"
+    )
     # lmcache server's own flags, taken as it takes them: simhost's tier lives in the engine.
     parser.add_argument("--host", default="localhost", help="ZMQ host (unused)")
     parser.add_argument("--port", type=int, default=5555, help="ZMQ port (unused)")
@@ -101,9 +139,6 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     handler = handler_for(args.engine_metrics_url)
     server = ThreadingHTTPServer((args.http_host, args.http_port), handler)
-    if args.prometheus_port:
-        metrics = ThreadingHTTPServer((args.http_host, args.prometheus_port), handler)
-        threading.Thread(target=metrics.serve_forever, daemon=True).start()
     try:
         server.serve_forever()
     finally:

@@ -1,10 +1,12 @@
 """`simhost lmcache-server`: LMCache's HTTP frontend emulated, its lookup counters read off the
-emulated engine's external prefix cache counters and readable by Tollgate's own adapter."""
+emulated engine's external prefix cache counters and readable by Tollgate's own adapter, its
+routes and page shaped as lmcache 0.5.6's (tests/fixtures/lmcache-metrics/, the real captures)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -13,7 +15,10 @@ import pytest
 from runners.adapters import parse
 from runners.adapters.lmcache_metrics import lookup_facts
 from simhost.lmcache import engine_counters
+from tests.runners.adapters.golden import FIXTURES
 from tests.sshd import free_port, wait_for
+
+REAL_AFTER = (FIXTURES / "lmcache-metrics" / "lmcache-0.5.6__server_after.txt").read_text()
 
 ENGINE_PAGE = """# TYPE vllm:external_prefix_cache_queries counter
 vllm:external_prefix_cache_queries_total{{engine="0",model_name="m"}} {asked}
@@ -26,25 +31,33 @@ def get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=5) as answer:
             return answer.status, answer.read().decode()
-    except OSError as error:
-        return getattr(error, "code", 0), ""
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def help_lines(page: str) -> set[str]:
+    return {line for line in page.splitlines() if line.startswith("# HELP lmcache_mp_")}
 
 
 @pytest.fixture
 def lmcache_server(tmp_path: Path):
     """The LMCache double beside a stub engine serving a written /metrics page."""
-    engine_port, port = free_port(), free_port()
+    engine_port, port, prometheus_port = free_port(), free_port(), free_port()
     (tmp_path / "metrics").write_text(ENGINE_PAGE.format(asked=0, hit=0))
     command = [sys.executable, "-m", "http.server", str(engine_port), "--bind", "127.0.0.1"]
     engine = subprocess.Popen([*command, "--directory", str(tmp_path)], stderr=subprocess.DEVNULL)
     engine_url = f"http://127.0.0.1:{engine_port}/metrics"
     simhost = [sys.executable, "-m", "simhost", "lmcache-server", "--http-port", str(port)]
+    # --prometheus-port as lmcache server takes it: accepted, and no port opened.
+    simhost += ["--prometheus-port", str(prometheus_port)]
     server = subprocess.Popen([*simhost, "--engine-metrics-url", engine_url])
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: get(base + "/api/healthcheck")[0] == 200, timeout=20)
+        wait_for(lambda: get(base + "/healthcheck")[0] == 200, timeout=20)
         wait_for(lambda: get(f"http://127.0.0.1:{engine_port}/metrics")[0] == 200, timeout=20)
-        yield base, tmp_path / "metrics", engine
+        yield base, tmp_path / "metrics", engine, prometheus_port
     finally:
         for process in (server, engine):
             process.terminate()
@@ -52,7 +65,7 @@ def lmcache_server(tmp_path: Path):
 
 
 def test_its_lookup_counters_are_the_engines_external_prefix_cache_counters(lmcache_server):
-    base, page, _ = lmcache_server
+    base, page, _, _ = lmcache_server
     before = parse(get(base + "/metrics")[1], tool="lmcache-metrics")
     page.write_text(ENGINE_PAGE.format(asked=2000, hit=1200))
     after = parse(get(base + "/metrics")[1], tool="lmcache-metrics")
@@ -66,12 +79,36 @@ def test_its_lookup_counters_are_the_engines_external_prefix_cache_counters(lmca
     }
 
 
+def test_before_any_lookup_its_page_has_no_lookup_series_as_the_real_servers(lmcache_server):
+    base, _, _, _ = lmcache_server
+    counters = parse(get(base + "/metrics")[1], tool="lmcache-metrics")["counters"]
+    assert counters == dict.fromkeys(counters)
+
+
 def test_an_engine_not_answering_has_looked_nothing_up(lmcache_server):
-    base, _, engine = lmcache_server
+    base, page, engine, _ = lmcache_server
+    page.write_text(ENGINE_PAGE.format(asked=2000, hit=1200))
+    assert "lmcache_mp_lookup_hit_tokens_total 1200.0" in get(base + "/metrics")[1]
     engine.terminate()
     engine.wait(timeout=10)
     counters = parse(get(base + "/metrics")[1], tool="lmcache-metrics")["counters"]
-    assert counters["lookup_requested_tokens"] == 0 and counters["lookup_hit_tokens"] == 0
+    assert counters["lookup_requested_tokens"] is None and counters["lookup_hit_tokens"] is None
+
+
+def test_its_help_texts_are_the_real_servers(lmcache_server):
+    base, page, _, _ = lmcache_server
+    page.write_text(ENGINE_PAGE.format(asked=10, hit=5))
+    printed = help_lines(get(base + "/metrics")[1])
+    assert len(printed) == 6 and printed <= help_lines(REAL_AFTER)
+
+
+def test_it_routes_only_what_the_real_server_routes_for_tollgate(lmcache_server):
+    base, _, _, prometheus_port = lmcache_server
+    assert get(base + "/healthcheck") == (200, '{"status":"healthy"}')
+    # The quickstart's path is FastAPI's 404 on lmcache 0.5.6, as is any other.
+    for path in ("/api/healthcheck", "/health", "/"):
+        assert get(base + path) == (404, '{"detail":"Not Found"}'), path
+    assert get(f"http://127.0.0.1:{prometheus_port}/metrics") == (0, "")
 
 
 def test_only_the_external_counters_totals_are_counted():
