@@ -71,14 +71,19 @@ test-vllm: $(VENV)/.installed-test .env system-packages services $(VLLM_VENV)/.i
 	TOLLGATE_VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -p no:xdist -q tests/realvllm
 
 # The other engines' profiles against their real tools (sglang 0.5, its own virtualenv): see
-# docs/hosts.md "Engines". No GPU: parsers and bench clients, not servers.
+# docs/hosts.md "Engines". No GPU: parsers, bench clients and the servers that run on a CPU.
 ENGINES_VENV := var/engines-venv
 
 $(ENGINES_VENV)/.installed-engines: pyproject.toml bin/engines-venv bin/engines-requirements.txt \
 		bin/aiperf-venv bin/aiperf-constraints.txt
 	$(PYTHON) bin/engines-venv $(ENGINES_VENV)
 
-test-engines: $(VENV)/.installed-test .env system-packages services $(ENGINES_VENV)/.installed-engines
+# LMCache's real server (lmcache 0.5.6 on CPU torch), in a virtualenv of its own inside it.
+$(ENGINES_VENV)/lmcache/.installed-lmcache: pyproject.toml bin/lmcache-venv bin/lmcache-requirements.txt
+	$(PYTHON) bin/lmcache-venv $(ENGINES_VENV)/lmcache
+
+test-engines: $(VENV)/.installed-test .env system-packages services $(ENGINES_VENV)/.installed-engines \
+		$(ENGINES_VENV)/lmcache/.installed-lmcache
 	TOLLGATE_ENGINES_VENV=$(abspath $(ENGINES_VENV)) $(PY) -m pytest -p no:xdist -q tests/realengines
 
 lint: $(VENV)/.installed-test
