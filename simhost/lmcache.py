@@ -6,7 +6,8 @@ It takes `lmcache server`'s flags (lmcache 0.5.6: `--host`, `--port`, `--l1-size
 the HTTP ones are accepted and unused, `--prometheus-port` too: the real server, run with its
 HTTP frontend, opens no Prometheus port) and serves on its HTTP port what the real one does
 there for Tollgate: `/healthcheck` (`{"status":"healthy"}`) and `/metrics`; any other path,
-the quickstart's `/api/healthcheck` among them, is FastAPI's 404 (`{"detail":"Not Found"}`).
+the quickstart's `/api/healthcheck` among them, is FastAPI's 404 (`{"detail":"Not Found"}`;
+the real server's other routes, `/`, `/status`, `/version` and its admin APIs, are left out).
 
 The page is shaped as 0.5.6 prints it (tests/fixtures/lmcache-metrics/, the real captures):
 the event bus gauges always, and the lookup counters
