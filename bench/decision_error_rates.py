@@ -471,8 +471,10 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     rng = np.random.default_rng(args.seed)
+    # The step table draws from its own generator, so --steps-only prints the same rows.
+    steps = step_table(np.random.default_rng(args.seed), args.gates)
     if args.steps_only:
-        print("\n".join(step_table(rng, args.gates)), end="\n\n")
+        print("\n".join(steps), end="\n\n")
         print(
             f"{args.gates} gates per row, seed {args.seed}, {time.perf_counter() - started:.1f} s"
         )
@@ -483,7 +485,7 @@ def main() -> None:
         attempts_table(rng, args.gates),
         pooling_table(rng, args.gates),
         template_table(args.gates, args.seed),
-        step_table(rng, args.gates),
+        steps,
         goodput_table(rng, args.gates),
     ):
         print("\n".join(lines), end="\n\n")
