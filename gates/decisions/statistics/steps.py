@@ -140,12 +140,19 @@ def find_steps(
 ) -> list[Step | None]:
     """Per bench of one arm and tier (its TTFTs in send order, None for a failed request; every
     bench testable, at least MIN_REPETITIONS of them), its step if R exceeds its limit at its
-    own tail, else None."""
+    own tail, else None; ValueError, with why, when the group cannot be tested."""
     if len(group) < MIN_REPETITIONS:
         raise ValueError(f"{len(group)} benches; the check needs {MIN_REPETITIONS}")
     series = [timed_logs(ttfts, tier) for ttfts in group]
     found = [cusum_statistic(logs) for _, logs in series]
-    relative = relative_statistics(np.array([float(statistic) for statistic, _ in found]))
+    statistics = np.array([float(statistic) for statistic, _ in found])
+    if not np.median(statistics) > 0:
+        # Constant TTFTs (a stub server, a clock too coarse): no noise to scale a step by.
+        raise ValueError(
+            "the TTFTs of half or more of its benches do not vary after the first wave; "
+            "there is no noise to scale a step by"
+        )
+    relative = relative_statistics(statistics)
     requests = int(np.median([logs.size for _, logs in series]))
     steps: list[Step | None] = []
     for ttfts, (order, logs), (_, split), ratio, tail in zip(
@@ -273,9 +280,12 @@ def step_checks(benches: Sequence[Bench], level: float) -> tuple[list[ValidityCh
     for group in tested.values():
         for _, _, repetition, _ in group:
             per_repetition[repetition] = per_repetition.get(repetition, 0) + 1
-    found = [
-        check for group in tested.values() for check in _group_checks(group, level, per_repetition)
-    ]
+    found: list[ValidityCheck] = []
+    for (arm, tier), group in tested.items():
+        try:
+            found += _group_checks(group, level, per_repetition)
+        except ValueError as flat:
+            skipped[arm, tier, str(flat)] = [repetition for _, _, repetition, _ in group]
     found.sort(key=lambda check: check["repetition"] or 0)
     return found, _skipped_notes(skipped)
 

@@ -192,6 +192,20 @@ def test_a_bench_without_per_request_ttfts_or_with_too_few_is_named_and_not_test
     ]
 
 
+def test_benches_whose_ttfts_do_not_vary_are_named_not_flagged():
+    """A stub server answering in constant time: the median CUSUM is 0, so one bench with any
+    noise at all would be infinitely far out; the group is named as not tested instead."""
+    flat = [("baseline", 4, rep, [0.2] * 64) for rep in range(1, 8)]
+    noisy = [("baseline", 4, 8, [0.2 + 0.01 * (i % 5) for i in range(64)])]
+    checks, notes = step_checks(flat + noisy, LEVEL)
+    assert checks == []
+    assert notes == [
+        "step check skipped for baseline at tier 4, repetition(s) 1-8: the TTFTs of half or "
+        "more of its benches do not vary after the first wave; there is no noise to scale a "
+        "step by"
+    ]
+
+
 def test_benches_skipped_for_one_reason_everywhere_are_one_note():
     """A bench tool that keeps no per-request TTFTs: one line for every arm and tier, the
     repetitions as a range; arms and tiers that do not make a full grid keep their own lines."""
