@@ -176,9 +176,12 @@ DESCRIPTIONS: dict[str, str] = {
     "(robust scale, never under the reference noise) counts as disturbed: set aside, run "
     "again and shown. Left out: only failed requests and preemptions flag a repetition.",
     "statistics.outliers.step_level": "A repetition one of whose benches shows a level shift "
-    "in its per-request TTFTs (in send order) beyond what an undisturbed bench shows with this "
-    "probability per repetition counts as disturbed: set aside, run again and shown. A bench "
-    "without per-request TTFTs is named and not tested. Left out: no step check.",
+    "in its per-request TTFTs (in send order; the CUSUM of log-TTFT after the first wave, over "
+    "the median of the same arm and tier's benches) beyond what an undisturbed bench shows with "
+    "this probability per repetition counts as disturbed: set aside, run again and shown. "
+    "Tested once an arm and tier has 6 repetitions with 16 timed requests after the first "
+    "wave; a bench without per-request TTFTs, or short of that, is named and not tested. Left "
+    "out: no step check.",
     # G4.
     "duration_h": "Length of the soak, in hours (the clock starts with the first window, "
     "after the server is up). Under an hour is marked `compressed`.",

@@ -1,5 +1,6 @@
-"""The within-repetition step check (statistics.outliers.step_level): calibrated on simulated
-closed-loop benches, seeded; a flagged repetition is set aside, re-run and shown."""
+"""The within-repetition step check (statistics.outliers.step_level): a bench's CUSUM over the
+median of its arm and tier's benches, its limit simulated on closed-loop benches, seeded; a
+flagged repetition is set aside, re-run and shown."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from gates.decisions import decide_g3
 from gates.decisions.statistics.inference import SequentialPlan
 from gates.decisions.statistics.spread import sd_from_cv
 from gates.decisions.statistics.steps import (
-    block_statistic,
+    MIN_REPETITIONS,
     closed_loop_ttfts,
-    find_step,
+    cusum_statistic,
+    find_steps,
+    null_statistics,
+    relative_statistics,
     step_checks,
     step_limit,
     stepped_gates,
@@ -24,6 +28,7 @@ LEVEL = 0.01
 BENCHES = 9  # the template's 3 arms x 3 tiers in one repetition
 TAIL = LEVEL / BENCHES
 REQUESTS = 64  # the template's num_prompts
+GROUP = 8  # the template's first look: 8 repetitions, so 8 benches per arm and tier
 
 
 def flagged_share(
@@ -32,15 +37,16 @@ def flagged_share(
     load: float,
     prefill_sd: float,
     *,
-    paths: int,
+    groups: int,
     seed: int,
     slower_by: float = 0.0,
 ) -> float:
-    """Share of simulated benches whose step statistic exceeds its limit at TAIL."""
+    """Share of simulated groups of GROUP benches (one arm at one tier) whose first bench's R
+    exceeds its limit at TAIL; with `slower_by`, that bench's server is slower from mid-bench."""
     rng = np.random.default_rng(seed)
-    ttfts = closed_loop_ttfts(
+    first = closed_loop_ttfts(
         rng,
-        paths,
+        groups,
         requests,
         tier,
         load=load,
@@ -48,9 +54,17 @@ def flagged_share(
         slower_from=requests // 2 if slower_by else None,
         slower_by=slower_by,
     )
-    blocks = (requests - tier) // tier
-    statistic, _ = block_statistic(np.log(ttfts[:, requests - blocks * tier :]), tier)
-    return float((statistic > step_limit(blocks, tier, TAIL)).mean())
+    others = closed_loop_ttfts(
+        rng, groups * (GROUP - 1), requests, tier, load=load, prefill_sd=prefill_sd
+    )
+    statistics = np.column_stack(
+        [
+            cusum_statistic(np.log(first[:, tier:]))[0],
+            cusum_statistic(np.log(others[:, tier:]))[0].reshape(groups, GROUP - 1),
+        ]
+    )
+    limit = step_limit(requests - tier, tier, GROUP, TAIL)
+    return float((relative_statistics(statistics)[:, 0] > limit).mean())
 
 
 def under(share: float, draws: int, level: float) -> bool:
@@ -59,45 +73,136 @@ def under(share: float, draws: int, level: float) -> bool:
 
 def test_an_undisturbed_bench_is_flagged_at_most_its_share_of_the_level_under_queueing():
     """Closed-loop regimes off the calibration grid (loads 1.5, 3 and 6; prefill CV 10-20 %),
-    with the autocorrelation and the first-wave ramp a real queue has; the union over the
-    repetition's 9 benches keeps a repetition's false flags at most 1 %."""
+    with the autocorrelation and the first-wave ramp a real queue has, at the template's three
+    tiers: the union over the repetition's 9 benches keeps a repetition's false flags at most
+    1 %. 20,000 seeded groups each, against the tail plus three binomial sds."""
     for seed, (tier, load, prefill_sd) in enumerate(
-        [(4, 1.5, 0.1), (4, 3.0, 0.2), (4, 6.0, 0.1), (8, 3.0, 0.1), (8, 6.0, 0.2)]
+        [(4, 1.5, 0.1), (4, 3.0, 0.2), (8, 6.0, 0.1), (8, 3.0, 0.1), (16, 6.0, 0.2)]
     ):
-        share = flagged_share(tier, 96, load, prefill_sd, paths=20_000, seed=seed)
+        share = flagged_share(tier, REQUESTS, load, prefill_sd, groups=20_000, seed=seed)
         assert under(share, 20_000, TAIL), (tier, load, prefill_sd, share)
 
 
-def test_a_fifth_slower_server_from_mid_bench_is_found_nine_times_in_ten_at_tier_4():
-    """The template's 64 requests at tier 4, a saturated prefill queue (cold recovery: TTFT is
-    mostly waiting) with 5 % prefill noise. Noisier or less loaded queues at 64 requests, and
-    tiers 8 and 16, are not found this often (docs/decisions.md has the table)."""
-    share = flagged_share(4, REQUESTS, 4.0, 0.05, paths=2_000, seed=11, slower_by=0.2)
-    assert share >= 0.9
+def test_where_the_grid_is_hardest_the_false_flag_rate_is_near_its_share_not_far_below():
+    """The limit is the largest quantile over the grid, at the conservative end of its Monte
+    Carlo error, so the declared share is an upper bound; in the regime that sets the limit at
+    tier 4 (an unsaturated queue, prefill CV 5 %: a queueing wait now and then is a heavy tail)
+    a fresh seed flags about two fifths of it: between a fifth and the share plus three binomial sds
+    (a limit simulated wrong, too high or too low, falls outside)."""
+    benches = GROUP << 14
+    ttfts = closed_loop_ttfts(
+        np.random.default_rng(99), benches, REQUESTS, 4, load=0.5, prefill_sd=0.05
+    )
+    statistics = cusum_statistic(np.log(ttfts[:, 4:]))[0].reshape(-1, GROUP)
+    limit = step_limit(REQUESTS - 4, 4, GROUP, TAIL)
+    share = float((relative_statistics(statistics) > limit).mean())
+    assert share >= TAIL / 5 and under(share, benches, TAIL), share
+
+
+def test_a_fifth_slower_server_from_mid_bench_is_found_nine_times_in_ten_at_every_tier():
+    """The template's 64 requests, a saturated prefill queue (cold recovery: TTFT is mostly
+    waiting) with 5 % prefill noise, at tiers 4, 8 and 16. A noisier, less loaded queue hides
+    more of it (docs/decisions.md has the table) but is still found at tier 4 one time in 10."""
+    for seed, tier in enumerate((4, 8, 16)):
+        share = flagged_share(
+            tier, REQUESTS, 4.0, 0.05, groups=2_000, seed=20 + seed, slower_by=0.2
+        )
+        assert share >= 0.9, (tier, share)
+    noisy = flagged_share(4, REQUESTS, 3.0, 0.15, groups=2_000, seed=30, slower_by=0.2)
+    assert noisy >= 0.1
+
+
+def test_the_limits_are_simulated_seeded_and_memoised():
+    """The template's shape (64 requests, the first look's 8 benches, 0.01 over 9 benches):
+    the limits the docs quote come back from the seeded simulation, and a second call is the
+    memoised value (no second simulation)."""
+    limits = [step_limit(REQUESTS - tier, tier, GROUP, TAIL) for tier in (4, 8, 16)]
+    assert [round(limit, 2) for limit in limits] == [3.75, 3.56, 4.16]
+    assert step_limit(REQUESTS - 4, 4, GROUP, TAIL) == limits[0]
+    # Another tail at the same shape reuses the simulated benches, and a looser one asks less.
+    hits = null_statistics.cache_info().hits
+    assert step_limit(REQUESTS - 4, 4, GROUP, 10 * TAIL) < limits[0]
+    assert null_statistics.cache_info().hits == hits + 1
+
+
+def simulated_group(seed: int, requests: int, stepped: int | None = None) -> list[list[float]]:
+    """GROUP benches at tier 4 in a saturated queue; bench `stepped` a fifth slower from
+    mid-bench."""
+    rng = np.random.default_rng(seed)
+    return [
+        list(
+            closed_loop_ttfts(
+                rng,
+                1,
+                requests,
+                4,
+                load=4.0,
+                prefill_sd=0.05,
+                slower_from=requests // 2 if index == stepped else None,
+                slower_by=0.2,
+            )[0]
+        )
+        for index in range(GROUP)
+    ]
 
 
 def test_the_step_is_named_by_its_size_and_the_request_it_starts_at():
-    rng = np.random.default_rng(3)
-    ttfts = closed_loop_ttfts(
-        rng, 1, 160, 4, load=4.0, prefill_sd=0.05, slower_from=80, slower_by=0.2
-    )[0]
-    step = find_step(list(ttfts), 4, TAIL)
+    group = simulated_group(3, 160, stepped=2)
+    steps = find_steps(group, 4, [TAIL] * GROUP)
+    assert [index for index, step in enumerate(steps) if step is not None] == [2]
+    step = steps[2]
     assert step is not None and step.requests == 160
     assert 0.15 <= step.change <= 0.3 and 72 <= step.at_request <= 88
-    assert find_step(list(ttfts[:80]), 4, TAIL) is None
+    assert find_steps(simulated_group(3, 160), 4, [TAIL] * GROUP) == [None] * GROUP
+
+
+def test_the_check_is_scale_free():
+    """Seconds or milliseconds, a faster or slower host, one bench slower all through than the
+    others: the same statistics and the same verdicts."""
+    group = simulated_group(5, REQUESTS, stepped=0)
+    benches = [("baseline", 4, rep, ttfts) for rep, ttfts in enumerate(group, start=1)]
+    checks, _ = step_checks(benches, LEVEL)
+    assert [check["repetition"] for check in checks] == [1]
+    for factors in ([1000.0] * GROUP, [0.001] * GROUP, [1.0 + 0.3 * i for i in range(GROUP)]):
+        scaled = [
+            (arm, tier, rep, [value * factor for value in ttfts])
+            for (arm, tier, rep, ttfts), factor in zip(benches, factors, strict=True)
+        ]
+        again, _ = step_checks(scaled, LEVEL)
+        assert [check["repetition"] for check in again] == [1]
+        assert math.isclose(again[0]["observed"], checks[0]["observed"], rel_tol=1e-9)
 
 
 def test_a_bench_without_per_request_ttfts_or_with_too_few_is_named_and_not_tested():
+    enough = [1.0 + 0.01 * (i % 3) for i in range(64)]
     checks, notes = step_checks(
-        [("baseline", 8, 1, None), ("offload", 16, 1, [1.0] * 64), ("offload", 16, 2, [1.0] * 64)],
+        [("baseline", 8, 1, None), ("offload", 16, 1, [1.0] * 30)]
+        + [("recompute", 4, rep, enough) for rep in range(1, MIN_REPETITIONS)],
         LEVEL,
     )
     assert checks == []
     assert notes == [
         "step check skipped for baseline at tier 8, repetition(s) 1: its bench file has no "
         "per-request TTFTs",
-        "step check skipped for offload at tier 16, repetition(s) 1, 2: 64 timed requests at "
-        "concurrency 16 give 3 blocks after the first wave; the check needs 6",
+        "step check skipped for offload at tier 16, repetition(s) 1: 30 timed requests at "
+        "concurrency 16 leave 14 after the first wave; the check needs 16",
+        "step check skipped for recompute at tier 4, repetition(s) 1-5: 5 repetition(s) with "
+        "enough per-request TTFTs at this arm and tier; the check needs 6 to scale a bench by "
+        "their median",
+    ]
+
+
+def test_benches_whose_ttfts_do_not_vary_are_named_not_flagged():
+    """A stub server answering in constant time: the median CUSUM is 0, so one bench with any
+    noise at all would be infinitely far out; the group is named as not tested instead."""
+    flat = [("baseline", 4, rep, [0.2] * 64) for rep in range(1, 8)]
+    noisy = [("baseline", 4, 8, [0.2 + 0.01 * (i % 5) for i in range(64)])]
+    checks, notes = step_checks(flat + noisy, LEVEL)
+    assert checks == []
+    assert notes == [
+        "step check skipped for baseline at tier 4, repetition(s) 1-8: the TTFTs of half or "
+        "more of its benches do not vary after the first wave; there is no noise to scale a "
+        "step by"
     ]
 
 
@@ -157,8 +262,8 @@ def with_ttfts(rows: list[dict], stepped: tuple[int, str] | None = None) -> list
     return rows
 
 
-def test_a_repetition_with_a_step_is_set_aside_shown_and_run_again():
-    rows = with_ttfts(paired([0.60, 0.62, 0.59, 0.61], tier=4), (3, "baseline"))
+def test_a_repetition_with_a_step_is_set_aside_and_shown():
+    rows = with_ttfts(paired([0.60, 0.62, 0.59, 0.61, 0.60, 0.62], tier=4), (3, "baseline"))
     spec = g3_spec(statistics=STEPS, tiers=[4])
     result = decide_g3(spec, rows, CONTEXT)
     (aside,) = result["set_aside"]
@@ -167,7 +272,8 @@ def test_a_repetition_with_a_step_is_set_aside_shown_and_run_again():
     assert "in TTFT at request" in aside["reasons"][0] and "of 64" in aside["reasons"][0]
     assert 3 not in [pair["repetition"] for pair in result["clauses"][0]["pairs"]]
     assert result["inputs"]["statistics"]["step_level"] == LEVEL
-    assert result["plan"]["action"] == "run" and result["plan"]["more"] == 1
+    assert len(result["clauses"][0]["pairs"]) == 5
+    assert "the median of the 6 benches of this arm and tier" in aside["reasons"][0]
     # Left out of the spec, no check: the same data decide on the disturbed repetition.
     assert decide_g3(g3_spec(tiers=[4]), rows, CONTEXT)["set_aside"] == []
 
@@ -181,7 +287,8 @@ def test_without_per_request_records_the_check_is_skipped_and_said():
 def test_with_the_check_on_false_pass_under_a_step_returns_to_its_declared_rate():
     """The template's plan (looks 8..28, its share of the budget, 8 cells) at its stated noise
     (CV 4 % per arm) on the cell "ttft_p50 reduction >= 25 % at tier 4" at its bar, one of the
-    first look's repetitions with its baseline bench a fifth slower from request 33 of 64."""
+    first look's repetitions with its baseline bench a fifth slower from request 33 of 64, in a
+    saturated queue (where the check finds such a step; see the docs for where it does not)."""
     gates, declared = 20_000, 0.025
     found = stepped_gates(
         np.random.default_rng(2026),
