@@ -167,8 +167,10 @@ def predict_replay_ttft(
     offload_gib: float,
     tier_bytes_per_s: Optional[float] = None,
     max_requests: int = MAX_REQUESTS,
+    kept: Optional[int] = None,
 ) -> ReplayTtftPrediction:
-    """Each arm's TTFT p50 band at `concurrency` over the first `max_requests` kept requests.
+    """Each arm's TTFT p50 band at `concurrency` over the first `max_requests` kept requests
+    (`kept`: how many the replay sends when `requests` holds only its head).
 
     The band of an arm is the lowest and highest p50 over its runs: one per JITTER_SEEDS send
     jitter for every arm, times LINK_EFFICIENCIES for the offload arm (the resident and
@@ -191,7 +193,8 @@ def predict_replay_ttft(
         ]
         arms[arm] = ArmBand(low_s=min(p50s), high_s=max(p50s), runs=len(p50s))
     refused = len(modelled) - len(served)
-    return ReplayTtftPrediction(concurrency, arms, len(modelled), len(requests), refused)
+    total = len(requests) if kept is None else max(kept, len(requests))
+    return ReplayTtftPrediction(concurrency, arms, len(modelled), total, refused)
 
 
 def served_requests(
