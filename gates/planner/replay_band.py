@@ -30,8 +30,6 @@ from simhost.engine.replay_predict import (
 # What the engine leaves out of a served replay (HTTP, streaming, the client's own loop), added
 # to each end as a share of it: a zero-width band would call every measurement a model error.
 RESOLUTION = 0.05
-# The arms the context carries, as the spec's roles name them.
-ROLE_OF_ARM = {"resident": "baseline", "offload": "offload", "recompute": "recompute"}
 NO_SESSIONS = SessionWorkload(sessions=1, prefix=0, suffix=1, output=1)  # unused by the preset
 
 
@@ -145,9 +143,10 @@ def _speed_request(deployment: ReplayModel, tier: int) -> SpeedRequest:
 
 
 def band_document(prediction: ReplayTtftPrediction, deployment: ReplayModel) -> dict[str, Any]:
-    """One tier as the context carries it: each arm's p50 band in ms, widened by RESOLUTION."""
+    """One tier as the context carries it: each arm kind's p50 band in ms (the spec's arms map
+    their roles to these kinds), widened by RESOLUTION."""
     arms = {
-        ROLE_OF_ARM[arm]: [
+        arm: [
             band.low_s * 1000.0 * (1 - RESOLUTION),
             band.high_s * 1000.0 * (1 + RESOLUTION),
         ]

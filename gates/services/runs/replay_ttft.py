@@ -98,4 +98,4 @@ def _cache_key(
         "recorded": recorded,
     }
     canonical = json.dumps(inputs, sort_keys=True, default=str).encode()
-    return "replay-ttft:v1:" + hashlib.sha256(canonical).hexdigest()
+    return "replay-ttft:v2:" + hashlib.sha256(canonical).hexdigest()

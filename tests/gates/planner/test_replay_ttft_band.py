@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gates.decisions.cells.ttft_bands import parse_g3_ttft_bands
 from gates.planner.architectures import preset_model
 from gates.planner.replay_band import RESOLUTION, ReplayModel, replay_head, replay_ttft_bands
 from runners.traces.readers.formats import read_trace_bytes
@@ -39,13 +40,15 @@ def recorded(workload=WORKLOAD, tiers=(1, 4), **extra):
 def test_each_tier_has_a_band_per_arm_in_milliseconds_widened_by_the_resolution():
     one, four = replay_ttft_bands(records, WORKLOAD, [1, 4], DEPLOYMENT, recorded())
     assert (one["tier"], four["tier"]) == (1, 4)
-    assert set(one["arms"]) == {"baseline", "offload", "recompute"}
+    assert set(one["arms"]) == {"resident", "offload", "recompute"}
+    # what the planner puts in the context is what the decision engine reads
+    assert parse_g3_ttft_bands({"replay_ttft_predictions": [one, four]}) == [one, four]
     for band in (one, four):
         assert (band["modelled"], band["kept"], band["capped"]) == (HEAD, HEAD, False)
         for low, high in band["arms"].values():
             assert 0 < low < high and high / low >= (1 + RESOLUTION) / (1 - RESOLUTION)
     # more in flight on the same requests: each arm's median waits longer for the batch
-    assert one["arms"]["baseline"][1] <= four["arms"]["baseline"][1]
+    assert one["arms"]["resident"][1] <= four["arms"]["resident"][1]
     assert "all 40 requests" in one["assumes"] and "llama-3.1-8b" in one["assumes"]
 
 
