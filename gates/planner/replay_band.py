@@ -68,6 +68,11 @@ def _tier_band(
         return {"tier": tier, "missing": deployment}
     if records is None:
         return {"tier": tier, "missing": "the engagement no longer holds the trace's bytes"}
+    if not isinstance(recorded.get(replay_name(workload, tier)), Mapping):  # before reading it
+        return {
+            "tier": tier,
+            "missing": f"the replay step recorded no replay {replay_name(workload, tier)}",
+        }
     head, kept = replay_head(records(), workload, tier)
     reason = _unlike_the_replay(workload, tier, kept, recorded)
     if reason is not None:
