@@ -17,6 +17,7 @@ from gates.decisions.validity import EvidenceError, Measurement
 from gates.specs.schema import ARM_KINDS
 
 CONTEXT_KEY = "replay_ttft_predictions"
+_OFFLOAD: ArmKind = "offload"  # the arm kind whose band the rows hold a cell to
 MODEL_ERROR = (
     ": a model error, not a tier defect (the band is the planner's run of the replay, not an "
     "agreed bar); never the G3 verdict"
@@ -126,5 +127,3 @@ def ttft_row(band: TtftBandContext, arm: str, values: list[float]) -> G3TtftBand
     ) + ("" if position == "within" else MODEL_ERROR)
     return row
 
-
-_OFFLOAD: ArmKind = "offload"
