@@ -181,6 +181,8 @@ def assumptions_text(deployment: ReplayModel, prediction: ReplayTtftPrediction) 
         f"{figures.count(deployment.kv_tokens, 'token')} of GPU KV cache, "
         f"{figures.number(deployment.offload_gib)} GiB offload tier; {cap} the replay sends at "
         f"c={prediction.concurrency}, open loop; {len(JITTER_SEEDS)} seeded runs sending each "
-        f"request up to {SEND_JITTER_S * 1000:.0f} ms late, the connector at {figures.share(low)} "
-        f"to {figures.share(high)} of the host links; {figures.share(RESOLUTION)} more each way"
+        f"request up to {SEND_JITTER_S * 1000:.0f} ms late, a request sent mid-step clocked "
+        f"from its send (vLLM) or the step's start (simhost), the connector at "
+        f"{figures.share(low)} to {figures.share(high)} of the host links; "
+        f"{figures.share(RESOLUTION)} more each way"
     )

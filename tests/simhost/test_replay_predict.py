@@ -7,11 +7,13 @@ from dataclasses import replace
 
 import pytest
 
+from simhost.engine.predict import arm_config
 from simhost.engine.presets import SMALL_1B
 from simhost.engine.replay_predict import (
     ReplayedRequest,
     engine_hashes,
     predict_replay_ttft,
+    replay_ttft_p50,
     served_requests,
 )
 
@@ -80,7 +82,7 @@ def test_the_offload_band_lies_below_recompute_when_resumed_prefixes_were_evicte
     )
     offload, recompute = prediction.arms["offload"], prediction.arms["recompute"]
     assert offload.high_s < recompute.low_s
-    assert offload.runs == 6 and recompute.runs == 3  # link efficiencies x seeds; seeds alone
+    assert offload.runs == 8 and recompute.runs == 4  # links x seeds x clocks; seeds x clocks
 
 
 def test_the_band_is_the_same_for_the_same_inputs():
@@ -117,3 +119,12 @@ def test_a_replay_with_nothing_measured_is_refused():
     unmeasured = [replace(request, measured=False) for request in burst(2)]
     with pytest.raises(ValueError, match="measures no request"):
         predict_replay_ttft(SMALL_1B, unmeasured, 1, trace_block_tokens=BLOCK, offload_gib=1)
+
+
+def test_a_request_sent_mid_step_is_clocked_from_its_send_or_from_the_step_start():
+    config = arm_config(SMALL_1B, "resident")
+    long_first = ReplayedRequest(0.0, 4096, (1, 2, 3, 4, 5, 6, 7, 8), 1, measured=False)
+    mid_step = ReplayedRequest(0.001, 512, (9,), 1)
+    at_send = replay_ttft_p50(config, [long_first, mid_step], 2, BLOCK)
+    at_start = replay_ttft_p50(config, [long_first, mid_step], 2, BLOCK, from_step_start=True)
+    assert at_start == pytest.approx(at_send + 0.001)

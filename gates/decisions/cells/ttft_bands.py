@@ -126,4 +126,3 @@ def ttft_row(band: TtftBandContext, arm: str, values: list[float]) -> G3TtftBand
         f"planner's band {low:.1f} to {high:.1f} ms at c={tier}"
     ) + ("" if position == "within" else MODEL_ERROR)
     return row
-

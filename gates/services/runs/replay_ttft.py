@@ -98,4 +98,5 @@ def _cache_key(
         "recorded": recorded,
     }
     canonical = json.dumps(inputs, sort_keys=True, default=str).encode()
-    return "replay-ttft:v2:" + hashlib.sha256(canonical).hexdigest()
+    # the version changes with the model, so a stale band is never read back
+    return "replay-ttft:v3:" + hashlib.sha256(canonical).hexdigest()
