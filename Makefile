@@ -109,6 +109,7 @@ SMOKE_decision_error_rates := --gates 200
 SMOKE_g3_harness_overhead := --tiers 8 --time-scale 0.01
 SMOKE_g4_soak := --windows 400 --soaks 3 --ticks 6
 SMOKE_page_speed := --repeat 1
+SMOKE_replay_band := --sizes 200 --requests 12 --tier 4
 SMOKE_simhost_client_overhead := --concurrency 4 --prompts 16 --time-scale 0.05
 SMOKE_simhost_busy := --runs 1 --burners 0
 SMOKE_simhost_calibration := --only prefill

@@ -51,6 +51,40 @@ class G3BandRow(BandNumbers):
     hit_proof: str
 
 
+class TtftBandContext(TypedDict):
+    """The planner's TTFT p50 band of a replayed trace at one tier (gates.planner.replay_band),
+    as the decision context carries it: per arm kind [low_ms, high_ms], how many requests the
+    model ran of how many sent, and what it assumed; or why there is none (missing)."""
+
+    tier: int
+    arms: NotRequired[dict[str, list[float]]]
+    missing: NotRequired[str]
+    modelled: NotRequired[int]
+    kept: NotRequired[int]
+    refused: NotRequired[int]
+    capped: NotRequired[bool]
+    assumes: NotRequired[str]
+
+
+class G3TtftBandRow(TypedDict):
+    """One offload-arm cell of a G3 trace replay: its measured TTFT p50 (by kept repetition,
+    their mean) against the planner's band; advisory, never a verdict."""
+
+    check: str
+    arm: str
+    tier: int
+    verdict: RowVerdict
+    cause: str
+    advisory: bool
+    ttft_p50_ms: list[float]
+    band_low_ms: NotRequired[float]
+    band_high_ms: NotRequired[float]
+    expected: NotRequired[str]
+    measured_ms: NotRequired[float]
+    position: NotRequired[BandPosition]
+    observed: NotRequired[str]
+
+
 class ValidityCheck(TypedDict):
     """A G3 validity rule on one measurement (or the run: arm, tier, repetition None); ok None:
     not observed, never invalidating. set_aside: a disturbance the outlier rule re-runs."""
@@ -242,6 +276,8 @@ class G3Context(TypedDict):
     carried_repetitions: NotRequired[int]
     # A replayed trace: the planner's band for each tier's offload-arm external hit rate.
     replay_external_bands: NotRequired[list[BandContext]]
+    # ... and its TTFT p50 band per tier and arm (gates.planner.replay_band).
+    replay_ttft_predictions: NotRequired[list[TtftBandContext]]
 
 
 class G3Inputs(TypedDict):

@@ -15,6 +15,7 @@ from documents.cell import (
     G3BandRow,
     G3Cell,
     G3Inputs,
+    G3TtftBandRow,
     NextStep,
     RowVerdict,
     SetAside,
@@ -176,6 +177,8 @@ class G3Decision(TypedDict):
     inputs: G3Inputs
     # Each offload-arm cell of a replayed trace against the planner's band (advisory).
     replay_bands: NotRequired[list[G3BandRow]]
+    # Each offload-arm cell's measured TTFT p50 against the planner's band (advisory).
+    replay_ttft_bands: NotRequired[list[G3TtftBandRow]]
     # Added by gates.services.runs.evaluation before the decision is recorded.
     operating_characteristic: NotRequired[OperatingCharacteristic | NoCharacteristic]
 

@@ -42,10 +42,10 @@ def gate_clauses(gate: Gate) -> list[dict]:
     return clause_rows(decision.clauses if decision is not None else [])
 
 
-def gate_replay_bands(gate: Gate) -> list[dict]:
-    """A replayed G3's offload cells against the planner's band, from its latest decision."""
+def gate_replay_bands(gate: Gate, key: str = "replay_bands") -> list[dict]:
+    """A replayed G3's latest rows against a planner band (replay_bands, replay_ttft_bands)."""
     decision = gate_latest_decision(gate)
-    bands = (decision.result or {}).get("replay_bands") if decision is not None else None
+    bands = (decision.result or {}).get(key) if decision is not None else None
     return bands if isinstance(bands, list) else []
 
 
@@ -68,7 +68,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 5
+READOUT_SHAPE = 6  # 6: latest_decision.replay_ttft_bands
 
 
 def gate_readout(gate_id: int) -> dict:
@@ -114,10 +114,10 @@ def _decision_brief(gate: Gate) -> dict | None:
     start) and a replayed G3's band rows, from the gate's annotations (gates_with_latest)."""
     if gate.latest_decision_pk is None:
         return None
-    # A G3 on a replayed trace: its offload cells against the planner's band (advisory).
-    bands = gate.latest_decision_result_replay_bands
+    # A G3 on a replayed trace: its offload cells against the planner's bands (advisory).
+    bands = {key: getattr(gate, f"latest_decision_result_{key}") for key in REPLAY_ROWS}
     return {
-        **({"replay_bands": bands} if bands is not None else {}),
+        **{key: rows for key, rows in bands.items() if rows is not None},
         "id": gate.latest_decision_pk,
         "verdict": gate.latest_decision_verdict,
         "rehearsal": gate.latest_decision_rehearsal,
@@ -130,12 +130,13 @@ def _decision_brief(gate: Gate) -> dict | None:
 
 
 # What a gate read says of its latest engine decision (which version, whether it counted).
+REPLAY_ROWS = ("replay_bands", "replay_ttft_bands")
 LATEST_DECISION_FIELDS = (
     "pk",
     "verdict",
     "rehearsal",
     "result__soak__compressed",
-    "result__replay_bands",
+    *(f"result__{key}" for key in REPLAY_ROWS),
     "spec__version",
     "spec__digest",
     "created_at",

@@ -25,6 +25,7 @@ from documents.spec import G3Spec
 from gates.decisions.cells import build as cells
 from gates.decisions.cells import floors
 from gates.decisions.cells.bands import g3_band_rows, parse_g3_bands
+from gates.decisions.cells.ttft_bands import g3_ttft_rows, parse_g3_ttft_bands
 from gates.decisions.clauses import Clause, G3Terms, parse_g3_spec
 from gates.decisions.goodput import BenchShare
 from gates.decisions.numbers import finite_float, is_number, metric_value
@@ -64,6 +65,9 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
     bands = parse_g3_bands(context)
     if bands is not None:  # a replayed trace: its offload cells against the planner's band
         facts["replay_external_bands"] = bands
+    ttft_bands = parse_g3_ttft_bands(context)
+    if ttft_bands is not None:  # ... and their TTFT p50 against the planner's run of the replay
+        facts["replay_ttft_predictions"] = ttft_bands
     checks = check_validity(items, parsed, facts)
     keys = [(clause, tier) for clause in parsed.clauses for tier in clause.tiers]
     unavailable = facts["unavailable_arms"]
@@ -93,6 +97,7 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
             cell["cause"] = not_judged
     verdict, reasons = _g3_verdict(cells, broken, spent)
     band_rows, band_notes = g3_band_rows(bands or [], parsed.arms, kept)
+    ttft_rows, ttft_notes = g3_ttft_rows(ttft_bands or [], parsed.arms, kept)
     decision: G3Decision = {
         "gate": "G3",
         "spec_version": parsed.version,
@@ -102,7 +107,8 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
         + untested
         + set_aside_notes(aside)
         + _dropped_notes(cells)
-        + band_notes,
+        + band_notes
+        + ttft_notes,
         "clauses": cells,
         "validity": checks,
         "set_aside": [{"repetition": rep, "reasons": why} for rep, why in aside.items()],
@@ -120,6 +126,8 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
     }
     if bands is not None:  # advisory rows, never read by the verdict above
         decision["replay_bands"] = band_rows
+    if ttft_bands is not None:
+        decision["replay_ttft_bands"] = ttft_rows
     return decision
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from gates.models import Decision, InventoryAmendment, InventorySignature, SpecSignature
 from gates.services.contract.inventory import g1_inventory, inventory_amendments_signed_by
-from gates.services.runs.evaluation import run_g1_facts
+from gates.services.runs.step_facts import run_g1_facts
 from runners.contract import inventory_of
 
 

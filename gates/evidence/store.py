@@ -24,7 +24,7 @@ from gates.models import (
 from gates.selectors import run_measurement_records
 from gates.services.audit import Actor, audit_record
 from gates.services.runs.carrying import run_carried_by_source, run_carried_source
-from gates.services.runs.evaluation import run_g1_facts, run_steps
+from gates.services.runs.step_facts import run_g1_facts, run_steps
 from gates.tenancy import Viewer
 from runners.contract import inventory_of
 

@@ -146,6 +146,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "decisions": gate.decisions.select_related("decided_by", "spec")[:20],
             "clauses": clauses,
             "replay_bands": gate_replay_bands(gate),
+            "replay_ttft_bands": gate_replay_bands(gate, "replay_ttft_bands"),
             "summary": gate_summary(gate, clauses),
             "hosts": hosts,
             "default_host_id": engagement_last_host_id(gate.engagement),

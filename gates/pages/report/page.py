@@ -155,8 +155,12 @@ def report_context(
 
 
 def _replay_bands(result: Mapping[str, Any]) -> list:
-    bands = result.get("replay_bands")
-    return bands if isinstance(bands, list) else []
+    """The hit-rate rows, then the TTFT rows, as the decision holds them."""
+    rows = []
+    for key in ("replay_bands", "replay_ttft_bands"):
+        found = result.get(key)
+        rows += found if isinstance(found, list) else []
+    return rows
 
 
 def headline(decision: Decision, result: Mapping[str, Any]) -> dict[str, Any]:

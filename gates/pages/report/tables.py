@@ -74,7 +74,8 @@ class InventoryRow:
 
 def clause_table(clauses: Any) -> list[ClauseRow]:
     """Rows of a decision's stored clauses: G3 clause x tier cells (and a replayed trace's
-    offload cells against the planner's band, G3's `replay_bands`), G1, G2 and G4 checks."""
+    offload cells against the planner's bands, G3's `replay_bands` and `replay_ttft_bands`),
+    G1, G2 and G4 checks."""
     rows = []
     for clause in _mappings(clauses):
         if "compare" in clause or "change" in clause:
@@ -205,12 +206,24 @@ def _replay_band(check: Mapping[str, Any]) -> ClauseRow:
     return replace(row, name=f"{row.name} {check['arm']}, c={_text(check.get('tier'))}")
 
 
+def _replay_ttft_band(check: Mapping[str, Any]) -> ClauseRow:
+    """A G3 offload cell's measured TTFT p50 against the planner's run of the replay."""
+    row = _check_row(
+        check,
+        "TTFT p50 within the planner's band for the replay (advisory, never the verdict)",
+        bar=_fact(check.get("expected"), ""),
+        estimate=_fact(check.get("observed"), ""),
+    )
+    return replace(row, name=f"{row.name} {check.get('arm')}, c={_text(check.get('tier'))}")
+
+
 G2_CHECKS = {
     "health": _g2_health,
     "equivalence": _g2_equivalence,
     "offload_hit": _g2_offload_hit,
     "noise_floor": _g2_noise_floor,
     "replay_band": _replay_band,
+    "replay_ttft_band": _replay_ttft_band,
 }
 
 

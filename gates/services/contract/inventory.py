@@ -26,7 +26,7 @@ from gates.services.alerts.outbox import alert_enqueue, alert_recipients
 from gates.services.audit import Actor, audit_record
 from gates.services.contract.signing_keys import ssh_signature_check
 from gates.services.contract.specs import OTHER_PARTY, SupersededSpecError
-from gates.services.runs.evaluation import run_g1_facts
+from gates.services.runs.step_facts import run_g1_facts
 from gates.specs import validation as specs
 from gates.tenancy import Viewer
 from runners.contract import (

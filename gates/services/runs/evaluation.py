@@ -1,7 +1,7 @@
 """Turning what a run recorded into a verdict: the facts, observations and measurements the
 decision engine reads, gathered from the run's steps, the facts it needs beyond them (the KV
-planner's; a replayed G2 hit cell's or G3 offload cells' band), and the decision it records;
-a trace replay's fidelity beside it, its hit rates against the planner's band."""
+planner's; a replayed G2 hit cell's or G3 offload cells' hit-rate and TTFT bands), and the
+decision it records; a trace replay's fidelity beside it, its hit rates against the band."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from gates.selectors import run_measurement_records, spec_operating_characterist
 from gates.services.runs.attempts import g3_decision_context
 from gates.services.runs.carrying import run_carried_records
 from gates.services.runs.lifecycle import GateNotRunnableError, decision_record
+from gates.services.runs.replay_ttft import g3_ttft_predictions
+from gates.services.runs.step_facts import run_g1_facts, run_steps
 from runners.traces.fidelity import replay_fidelity_summary, with_replay_fidelity
 from runners.traces.replay_cell import replay_name
 
@@ -156,24 +158,17 @@ def run_decision_context(run: Run) -> dict:
         bands = g3_external_bands(run)
         if bands is not None:
             context["replay_external_bands"] = bands
+        predictions = g3_ttft_predictions(run, _offload_gib(run))
+        if predictions is not None:
+            context["replay_ttft_predictions"] = predictions
         if run.carried_repetitions:
             context["carried_repetitions"] = run.carried_repetitions
     return context
 
 
-def run_steps(run: Run) -> list[dict]:
-    """The run's step details in step order: what the engines' gathering reads."""
-    return list(run.steps.order_by("position").values_list("detail", flat=True))
-
-
 def run_g3_measurements(run: Run) -> list[dict]:
     """The run's measurements, after those it carries from an inconclusive attempt."""
     return gathering.gather_g3(run_carried_records(run) + run_measurement_records(run))
-
-
-def run_g1_facts(run: Run) -> dict:
-    """Every probe's facts, the first observed value of each winning."""
-    return gathering.gather_g1(run_steps(run))
 
 
 def run_g2_observed(run: Run) -> dict:

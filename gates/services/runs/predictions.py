@@ -62,14 +62,14 @@ def runs_to_predict() -> list[int]:
 
 def _predict(run: Run) -> dict:
     engagement = run.gate.engagement
-    model, kv_tokens, kv_source = _model_and_kv(engagement, run)
+    model, kv_tokens, kv_source = run_model_and_kv(engagement, run)
     inputs = band_inputs(
         run.spec.document, accepted_inventory(engagement), model, kv_tokens, kv_source
     )
     return predict_run_band(inputs)
 
 
-def _model_and_kv(engagement: Engagement, run: Run) -> tuple[ModelArch | None, int | None, str]:
+def run_model_and_kv(engagement: Engagement, run: Run) -> tuple[ModelArch | None, int | None, str]:
     """The model and the GPU KV cache size in tokens: what a server of this engagement reported
     on this host wins; else the planner's capacity from the saved inputs."""
     plan = _saved_plan(engagement)

@@ -13,10 +13,17 @@ from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Measurement
 from tests.runners.program.test_gate_programs import drive, pass_gate, start, tasks_run_here
 from tests.runners.program.trace_replays import sim_host, trace_workload, upload_trace
-from tests.simhosts import g3_spec
+from tests.simhosts import g1_spec, g3_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 __all__ = ["sim_host", "tasks_run_here"]
+KV_PLAN = {
+    "model": "llama-3.1-8b",
+    "gpus": 1,
+    "gpu_mem_gib": 80,
+    "concurrency": 256,
+    "context_tokens": 8000,
+}
 
 
 def trace_spec(sha256: str) -> dict:
@@ -42,8 +49,12 @@ def test_g3_replays_the_customers_trace_on_every_arm_and_checks_its_fidelity(
     client, actor, vendor_viewer, engagement, sim_host
 ):
     trace = upload_trace(actor, engagement)
-    for kind in ("G1", "G2"):
-        pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
+    # A real G1, so the planner knows the GPUs (its accepted inventory), and a saved KV plan
+    # naming a model it can run: what the replay's TTFT band is predicted on.
+    g1 = drive(start(actor, vendor_viewer, engagement, "G1", sim_host, g1_spec()))
+    assert g1.gate.decisions.first().verdict == "pass", g1.log
+    type(engagement).objects.filter(pk=engagement.pk).update(kv_plan=KV_PLAN)
+    pass_gate(actor, vendor_viewer, engagement, "G2", sim_host)
     run = drive(start(actor, vendor_viewer, engagement, "G3", sim_host, trace_spec(trace.sha256)))
     assert run.outcome == "completed", run.log
     decision = run.gate.decisions.first()
@@ -66,6 +77,13 @@ def test_g3_replays_the_customers_trace_on_every_arm_and_checks_its_fidelity(
     hits = {m.arm: m.server["prefix_cache_hit_rate"] for m in measurements if m.repetition == 1}
     assert not hits["recompute"] and hits["offload"] > 0  # recompute caches nothing: no rate
     assert Artifact.objects.filter(run=run, tool="replay-plan").count() == 1
+    # The planner ran the same replay through simhost's engine: a TTFT band per arm, and the
+    # offload cell's measured p50 against it (advisory: the verdict above is the clauses').
+    (predicted,) = decision.result["inputs"]["context"]["replay_ttft_predictions"]
+    assert predicted["tier"] == 256 and "arms" in predicted, predicted
+    assert predicted["kept"] == planned["requests"] and not predicted["capped"]
+    (row,) = decision.result["replay_ttft_bands"]
+    assert row["position"] in ("within", "below", "above") and len(row["ttft_p50_ms"]) == 4, row
     # Its evidence bundle verifies offline, every replayed cell's fidelity recomputed.
     report = verify_bundle(bundle_for_decision(decision)[0])
     assert report.ok, report.problems

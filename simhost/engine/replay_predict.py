@@ -1,0 +1,236 @@
+"""What the engine predicts for a trace replay: each arm's TTFT p50 at a concurrency tier, as a
+band, from the replay's own requests (their send times, lengths and prefix blocks) run through
+the engine simhost serves them with (simhost.engine.batching over simhost.engine.perf).
+
+The replay is modelled as its client sends it (simhost.bench.replay, `vllm bench serve`'s timed
+trace): open loop at the planned send times, at most `concurrency` requests in flight (one whose
+time comes while the tier is full leaves when a slot frees, and its TTFT counts from then),
+the unmeasured warm-up sent but left out of the p50. Pure; standard library only (Python 3.9).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
+
+from simhost.engine.batching import Engine, EngineConfig, EngineRequest
+from simhost.engine.predict import ARMS, arm_config
+from simhost.engine.presets import ModelPreset
+
+# The model runs the first requests only: seconds per run instead of minutes on a long trace.
+MAX_REQUESTS = 1000
+# The model's own uncertainty, each run one point of it: the share of the host links the
+# offload connector reaches (as gates.planner.speed), and how late the client sends each
+# request, uniform in [0, SEND_JITTER_S) per seeded run: the replay's fidelity bar lets the
+# arrival error's p99 reach 10 ms, which moves queueing and batching at a busy tier.
+LINK_EFFICIENCIES = (0.5, 1.0)
+JITTER_SEEDS = (1, 2)
+SEND_JITTER_S = 0.010
+# ... and when the server starts a request's clock that comes while a step runs: vLLM at its
+# send, simhost's virtual clock at the step's start (simhost.server.runtime: a later arrival
+# would let the engine schedule it before it came). Both, so the band holds either server.
+CLOCKS_FROM_STEP_START = (False, True)
+
+
+@dataclass(frozen=True)
+class ReplayedRequest:
+    """One kept request of the replay: when it is sent (None: at once), its prompt length, the
+    keys of its trace blocks (each standing for itself and every block before it; None: a
+    load-shape trace, nothing shared), its output length and whether it is measured."""
+
+    send_at_s: Optional[float]
+    prompt_tokens: int
+    block_keys: Optional[Tuple[int, ...]]
+    output_tokens: int
+    measured: bool = True
+
+
+@dataclass(frozen=True)
+class ArmBand:
+    """One arm's predicted TTFT p50 (seconds), lowest and highest over the runs."""
+
+    low_s: float
+    high_s: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class ReplayTtftPrediction:
+    concurrency: int
+    arms: Dict[str, ArmBand]
+    modelled_requests: int
+    kept_requests: int
+    refused_requests: int  # of the modelled: longer than the server's context, refused (400)
+
+    @property
+    def capped(self) -> bool:
+        return self.modelled_requests < self.kept_requests
+
+
+def engine_hashes(
+    request: ReplayedRequest, trace_block_tokens: Optional[int], block_size: int, salt: int
+) -> List[int]:
+    """The prompt's full engine blocks as prefix-cache keys: engine block i holds the same token
+    ids in every request whose trace block under its last token has the same key, at the same
+    offset (the replay gives each key one fixed run of ids, the last block cut short)."""
+    full = request.prompt_tokens // block_size
+    if not request.block_keys or not trace_block_tokens:
+        return [hash(("request", salt, index)) for index in range(full)]
+    hashes = []
+    for index in range(full):
+        last = ((index + 1) * block_size - 1) // trace_block_tokens
+        if last >= len(request.block_keys):
+            break  # past the blocks the trace names: the replay's prompt ends there too
+        offset = index * block_size - last * trace_block_tokens  # negative: spans two blocks
+        hashes.append(hash((request.block_keys[last], offset)))
+    return hashes
+
+
+def replay_ttft_p50(
+    config: EngineConfig,
+    requests: Sequence[ReplayedRequest],
+    concurrency: int,
+    trace_block_tokens: Optional[int],
+    jitter: Optional[random.Random] = None,
+    from_step_start: bool = False,
+) -> float:
+    """One run of the replay through a fresh engine: the measured requests' TTFT p50 (s).
+    `from_step_start`: a request sent while a step runs is clocked from that step's start."""
+    engine = Engine(config)
+    sends = [_send_time(request, jitter) for request in requests]
+    order = sorted(range(len(requests)), key=lambda index: (sends[index], index))
+    pending: Deque[int] = deque(order)
+    slots = [0.0] * concurrency  # when each slot of the tier is free (a min-heap)
+    first: Dict[str, float] = {}
+    measured: Dict[str, ReplayedRequest] = {}
+    ttfts: List[float] = []
+    now = step_start = 0.0  # the step that ran last began at step_start, ended at now
+    while pending or engine.has_work():
+        while pending and sends[pending[0]] <= now and slots:
+            index = pending.popleft()
+            sent = max(sends[index], heapq.heappop(slots))
+            if from_step_start and step_start < sent < now:
+                sent = step_start
+            request = requests[index]
+            built = _engine_request(request, index, config.block_size, trace_block_tokens, sent)
+            engine.add(built)
+            if request.measured:
+                measured[built.req_id] = request
+        if not engine.has_work():
+            now = step_start = sends[pending[0]]  # idle until the next send
+            continue
+        result = engine.step(now)
+        if result.idle and result.duration == 0:
+            raise RuntimeError("engine stalled")
+        # waiting for KV loads is no step: a request sent meanwhile is clocked from its send
+        step_start = now + result.duration if result.idle else now
+        now += result.duration
+        for built in result.emitted:
+            if built.req_id not in first:
+                first[built.req_id] = now
+                if built.req_id in measured:
+                    ttfts.append(now - built.arrival)
+        for _ in result.finished:
+            heapq.heappush(slots, now)
+    return _median(ttfts)
+
+
+def _send_time(request: ReplayedRequest, jitter: Optional[random.Random]) -> float:
+    late = jitter.uniform(0.0, SEND_JITTER_S) if jitter is not None else 0.0
+    return (request.send_at_s or 0.0) + late
+
+
+def _engine_request(
+    request: ReplayedRequest,
+    index: int,
+    block_size: int,
+    trace_block_tokens: Optional[int],
+    sent: float,
+) -> EngineRequest:
+    return EngineRequest(
+        req_id="replay-{}".format(index),
+        prompt_hashes=engine_hashes(request, trace_block_tokens, block_size, index),
+        prompt_len=request.prompt_tokens,
+        max_tokens=max(1, request.output_tokens),
+        salt=hash(("replay", index)),
+        arrival=sent,
+    )
+
+
+def _median(values: List[float]) -> float:
+    if not values:
+        raise ValueError("the replay measures no request")
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def predict_replay_ttft(
+    preset: ModelPreset,
+    requests: Sequence[ReplayedRequest],
+    concurrency: int,
+    *,
+    trace_block_tokens: Optional[int],
+    offload_gib: float,
+    tier_bytes_per_s: Optional[float] = None,
+    max_requests: int = MAX_REQUESTS,
+    kept: Optional[int] = None,
+) -> ReplayTtftPrediction:
+    """Each arm's TTFT p50 band at `concurrency` over the first `max_requests` kept requests
+    (`kept`: how many the replay sends when `requests` holds only its head).
+
+    The band of an arm is the lowest and highest p50 over its runs: one per JITTER_SEEDS send
+    jitter and per server clock (CLOCKS_FROM_STEP_START) for every arm, times LINK_EFFICIENCIES
+    for the offload arm (the resident and recompute arms move nothing over the host links).
+    The same inputs give the same band."""
+    modelled = list(requests[:max_requests])
+    served = served_requests(modelled, preset.max_model_len)
+    arms = {}
+    for arm in ARMS:
+        efficiencies = LINK_EFFICIENCIES if arm == "offload" else (1.0,)
+        p50s = [
+            replay_ttft_p50(
+                _config(preset, arm, efficiency, offload_gib, tier_bytes_per_s),
+                served,
+                concurrency,
+                trace_block_tokens,
+                random.Random(seed),  # noqa: S311 - a model's draw, not a secret
+                from_step_start,
+            )
+            for efficiency in efficiencies
+            for seed in JITTER_SEEDS
+            for from_step_start in CLOCKS_FROM_STEP_START
+        ]
+        arms[arm] = ArmBand(low_s=min(p50s), high_s=max(p50s), runs=len(p50s))
+    refused = len(modelled) - len(served)
+    total = len(requests) if kept is None else max(kept, len(requests))
+    return ReplayTtftPrediction(concurrency, arms, len(modelled), total, refused)
+
+
+def served_requests(
+    requests: Sequence[ReplayedRequest], max_model_len: int
+) -> List[ReplayedRequest]:
+    """What the server serves, as simhost's and vLLM's API do: a prompt past the context length
+    (or an empty one) is refused before the engine sees it, an output cut to what is left."""
+    return [
+        replace(
+            request, output_tokens=min(request.output_tokens, max_model_len - request.prompt_tokens)
+        )
+        for request in requests
+        if 0 < request.prompt_tokens <= max_model_len
+    ]
+
+
+def _config(
+    preset: ModelPreset,
+    arm: str,
+    link_efficiency: float,
+    offload_gib: float,
+    tier_bytes_per_s: Optional[float],
+) -> EngineConfig:
+    platform = replace(preset.platform, link_efficiency=link_efficiency)
+    shifted = replace(preset, platform=platform)
+    return arm_config(shifted, arm, None, offload_gib, tier_bytes_per_s)
