@@ -49,15 +49,15 @@ class DemoTiming:
     wall_s: float
     exit_code: int
     ok: int
-    failed: int
+    failed: list[str]
     loads: list[float]
 
     def line(self) -> str:
         load = f"{min(self.loads):.1f}-{max(self.loads):.1f}" if self.loads else "?"
         return (
             f"{self.mode}: {self.wall_s:.0f} s, exit {self.exit_code}, {self.ok} steps ok, "
-            f"{self.failed} failed (load average {load})"
-        )
+            f"{len(self.failed)} failed (load average {load})"
+        ) + "".join(f"\n  FAIL {line}" for line in self.failed)
 
 
 def embedded_env(var_dir: Path) -> dict[str, str]:
@@ -70,13 +70,14 @@ def embedded_env(var_dir: Path) -> dict[str, str]:
     return env
 
 
-def summary_marks(stdout: str) -> tuple[int, int]:
-    """(ok, failed) step lines after "Demo summary:" (none when the demo stopped earlier)."""
+def summary_marks(stdout: str) -> tuple[int, list[str]]:
+    """How many steps after "Demo summary:" were ok, and the failed ones' lines (none of
+    either when the demo stopped earlier)."""
     if "Demo summary:\n" not in stdout:
-        return 0, 0
+        return 0, []
     summary = stdout.split("Demo summary:\n")[1]
-    marks = re.findall(r"^  (ok|FAIL) ", summary, flags=re.MULTILINE)
-    return marks.count("ok"), marks.count("FAIL")
+    marks = re.findall(r"^  (ok|FAIL) +(.*)$", summary, flags=re.MULTILINE)
+    return sum(mark == "ok" for mark, _ in marks), [line for mark, line in marks if mark != "ok"]
 
 
 def time_demo(mode: str, engagements: list[str]) -> DemoTiming:
