@@ -120,8 +120,12 @@ SMOKE_soak_retention := --windows 200 --every 60
 SMOKE_ssh_overhead := --rounds 5
 SMOKE_trace_characterize := --accesses 20000 --capacities 4
 
+# Benches that take minutes at any size stay out of the smoke run (make bench runs them):
+# demo_busy walks the demo for real, G1-G4 and a 30 s soak even for one engagement.
+SMOKE_SKIP := bench/demo_busy.py
+
 bench-smoke: $(VENV)/.installed-test services
-	@mkdir -p var; set -e; export TOLLGATE_BENCH_SMOKE=1; $(foreach script,$(BENCHES),echo "== $(script) $(SMOKE_$(basename $(notdir $(script))))"; \
+	@mkdir -p var; set -e; export TOLLGATE_BENCH_SMOKE=1; $(foreach script,$(filter-out $(SMOKE_SKIP),$(BENCHES)),echo "== $(script) $(SMOKE_$(basename $(notdir $(script))))"; \
 		$(PY) $(script) $(SMOKE_$(basename $(notdir $(script)))) > var/bench-smoke.log 2>&1 \
 		|| { tail -40 var/bench-smoke.log; exit 1; };)
 

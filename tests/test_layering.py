@@ -31,6 +31,7 @@ PURE = (
     "gates/pages/audit/sentences.py",
     "gates/history/series.py",
     "gates/history/comparison.py",
+    "gates/demo/interleave.py",
     "gates/evidence/agreements.py",
     "gates/evidence/layout.py",
     "gates/evidence/statement.py",

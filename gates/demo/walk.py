@@ -5,7 +5,7 @@ happened; nothing is faked."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
@@ -14,6 +14,7 @@ from django.test import Client
 from django.utils.html import escape
 
 from gates import selectors, services
+from gates.demo.interleave import interleave
 from gates.demo.world import BAND_NOTE, demo_host, demo_plan
 from gates.evidence import bundle_for_decision
 from gates.evidence.statement import load_public_key
@@ -21,7 +22,11 @@ from gates.evidence.verify import verify_bundle
 from gates.models import Alert, Engagement, EvidenceSeal, Gate, Run, Verdict, WorkloadTrace
 from gates.tenancy import viewer_for_user
 
-RUN_TIMEOUT_S = 600
+# A run's wait is as long as the slowest demo run on a busy 2-core box with the engagements
+# walked side by side: three engagements' runs and their simhosts share the CPUs, so one run
+# takes longer than it did alone (600 s was hit when the walk was one run after another
+# under load; side by side the same run waits on its neighbours' CPU too).
+RUN_TIMEOUT_S = 1200
 POLL_S = 0.5
 ALERT_TIMEOUT_S = 60
 # The demo's worker predicts a G3 run's band beside the run (seconds at the demo's workloads).
@@ -37,19 +42,38 @@ class DemoStep:
     detail: str
 
 
+# A walk's part that waits on the worker: it yields at each poll (gates/demo/interleave.py).
+Waiting = Generator[None, None, list[DemoStep]]
+
+
 def walk_demo(
-    engagements: list[Engagement], *, password: str, say: Callable[[str], None] = print
+    engagements: list[Engagement],
+    *,
+    password: str,
+    say: Callable[[str], None] = print,
+    width: int | None = None,
 ) -> list[DemoStep]:
+    """The pages, every engagement's walk and the alerts. The engagements are walked side by
+    side (`width` of them at a time when given; 1 walks them one after another); the summary
+    keeps their order whatever order their steps ended in."""
     steps = check_pages(engagements, password)
-    for engagement in engagements:
-        trace = demo_plan(engagement).trace
-        if trace:  # what the customer sees before any GPU is booked
-            steps.append(check_trace(engagement, password))
-        steps += walk_engagement(engagement, say)
-        steps.append(check_outcome(engagement))
-        steps += check_replays(engagement) if trace else []
-        steps += check_band(engagement)
+    walks = [walk_one(engagement, password, say) for engagement in engagements]
+    for own in interleave(walks, sleep=time.sleep, poll_s=POLL_S, width=width):
+        steps += own
     return steps + check_alerts(engagements, password)
+
+
+def walk_one(engagement: Engagement, password: str, say: Callable[[str], None]) -> Waiting:
+    """One engagement: its trace, its gates in order, its outcome, replays and band."""
+    steps = []
+    trace = demo_plan(engagement).trace
+    if trace:  # what the customer sees before any GPU is booked
+        steps.append((yield from check_trace(engagement, password)))
+    steps += yield from walk_engagement(engagement, say)
+    steps.append(check_outcome(engagement))
+    steps += check_replays(engagement) if trace else []
+    steps += yield from check_band(engagement)
+    return steps
 
 
 def check_outcome(engagement: Engagement) -> DemoStep:
@@ -64,7 +88,7 @@ def check_outcome(engagement: Engagement) -> DemoStep:
     )
 
 
-def check_trace(engagement: Engagement, password: str) -> DemoStep:
+def check_trace(engagement: Engagement, password: str) -> Generator[None, None, DemoStep]:
     """The customer's uploaded trace, characterised by the worker: its page shows the hit-ratio
     curve and the planner's advice from the engagement's KV plan, and the API the same."""
     name = f"{engagement.title} trace"
@@ -73,7 +97,7 @@ def check_trace(engagement: Engagement, password: str) -> DemoStep:
         return DemoStep(name, False, "no trace uploaded")
     deadline = time.monotonic() + TRACE_TIMEOUT_S
     while trace.state == WorkloadTrace.State.CHARACTERIZING and time.monotonic() < deadline:
-        time.sleep(POLL_S)  # polling for the worker's characterisation, with a deadline
+        yield  # polling for the worker's characterisation, with a deadline
         trace.refresh_from_db()
     if trace.state != WorkloadTrace.State.READY:
         return DemoStep(name, False, f"{trace.state} after {TRACE_TIMEOUT_S} s: {trace.error}")
@@ -120,7 +144,7 @@ def check_replays(engagement: Engagement) -> list[DemoStep]:
     return steps
 
 
-def check_band(engagement: Engagement) -> list[DemoStep]:
+def check_band(engagement: Engagement) -> Waiting:
     """Per tier of the latest decided G3 run: the TTFT change the planner predicted (simhost's
     own performance model) beside what the run measured, as the run page shows them. A
     measurement outside its band fails the engagement built to show agreement; elsewhere it is
@@ -135,7 +159,7 @@ def check_band(engagement: Engagement) -> list[DemoStep]:
         return []
     deadline = time.monotonic() + PREDICTION_TIMEOUT_S
     while run.predicted_ttft is None and time.monotonic() < deadline:
-        time.sleep(POLL_S)  # polling for the worker's prediction, with a deadline
+        yield  # polling for the worker's prediction, with a deadline
         run.refresh_from_db()
     pending = f"not predicted after {PREDICTION_TIMEOUT_S} s: is a worker running?"
     shown = selectors.run_predicted_ttft(run) or {}
@@ -219,7 +243,7 @@ def check_pages(engagements: list[Engagement], password: str) -> list[DemoStep]:
     ]
 
 
-def walk_engagement(engagement: Engagement, say: Callable[[str], None]) -> list[DemoStep]:
+def walk_engagement(engagement: Engagement, say: Callable[[str], None]) -> Waiting:
     """Its gates in order (G1-G4 or fewer), each for real; stop at the first that does not pass."""
     steps = []
     for kind in demo_plan(engagement).gates:
@@ -232,7 +256,7 @@ def walk_engagement(engagement: Engagement, say: Callable[[str], None]) -> list[
             break
         run = _start(gate, engagement)
         say(f"  {engagement.title}: {kind} run #{run.attempt} started")
-        run = _wait(run, say)
+        run = yield from _wait(run, say, label=f"{engagement.title} {kind}")
         steps.append(_report(engagement, kind, run))
         if run.decisions.exists():
             steps.append(check_evidence(engagement, kind, run))
@@ -251,7 +275,7 @@ def _start(gate: Gate, engagement: Engagement) -> Run:
     )
 
 
-def _wait(run: Run, say: Callable[[str], None]) -> Run:
+def _wait(run: Run, say: Callable[[str], None], *, label: str) -> Generator[None, None, Run]:
     deadline, shown = time.monotonic() + RUN_TIMEOUT_S, -1
     while time.monotonic() < deadline:
         run.refresh_from_db()
@@ -259,8 +283,9 @@ def _wait(run: Run, say: Callable[[str], None]) -> Run:
             return run
         if run.progress_done != shown:
             shown = run.progress_done
-            say(f"    {run.gate.kind}: {run.progress_done}/{run.progress_total} steps")
-        time.sleep(POLL_S)  # polling the database for a worker's progress, with a deadline
+            # side by side, the engagements' progress lines mix: each names its own
+            say(f"    {label}: {run.progress_done}/{run.progress_total} steps")
+        yield  # polling the database for a worker's progress, with a deadline
     return run
 
 

@@ -173,6 +173,28 @@ def demo_plan(engagement: Engagement) -> DemoEngagement:
     return next(p for p in ENGAGEMENTS if p.title == engagement.title)
 
 
+def demo_short_name(plan: DemoEngagement) -> str:
+    """What `demo --engagement` takes besides the title: its host's name less "simhost-"."""
+    return plan.host.removeprefix("simhost-")
+
+
+def demo_plans_named(names: list[str]) -> list[DemoEngagement]:
+    """The engagements these names (short names or titles) pick, in the demo's order; all of
+    them when no name is given. Raises UnknownEngagementError naming the known ones."""
+    known = {demo_short_name(plan): plan for plan in ENGAGEMENTS}
+    known |= {plan.title: plan for plan in ENGAGEMENTS}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        listed = "; ".join(f"{demo_short_name(p)} ({p.title})" for p in ENGAGEMENTS)
+        raise UnknownEngagementError(f"no demo engagement {', '.join(unknown)}: known {listed}")
+    picked = {known[name].title for name in names}
+    return [plan for plan in ENGAGEMENTS if not names or plan.title in picked]
+
+
+class UnknownEngagementError(ValueError):
+    pass
+
+
 def demo_host_parameters(plan: DemoEngagement) -> dict:
     """Where this engagement's simhost lives and how it is configured: a folder of its own
     under var/demo, so each engagement has its own emulated host. simhost keeps its GPUs' live

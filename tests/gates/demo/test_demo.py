@@ -14,7 +14,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
+from gates.demo.world import demo_plans_named
 from tests.sshd import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -168,6 +171,47 @@ def test_demo_serves_the_login_page_with_web_worker_and_beat(tmp_path):
     # The logins come again after "Serving", below the startup output that buried them.
     after_serving = output.text().split(serving)[1]
     assert "Demo logins" in after_serving and "vendor    password" in after_serving
+
+
+def test_an_unknown_engagement_name_is_an_error_that_lists_the_known_ones():
+    with pytest.raises(CommandError) as raised:
+        call_command("demo", "--once", "--engagement", "short-chat", "--engagement", "nope")
+    message = str(raised.value)
+    assert message.startswith("no demo engagement nope: known ")
+    for name, title in (("long-context", HELPS), ("short-chat", SHORT_CHAT), ("trace", TRACE)):
+        assert f"{name} ({title})" in message
+
+
+def test_engagements_are_picked_by_short_name_or_title_in_the_demos_order():
+    picked = demo_plans_named(["trace", HELPS, "trace"])
+    assert [plan.title for plan in picked] == [HELPS, TRACE]
+    assert [plan.title for plan in demo_plans_named([])] == [HELPS, SHORT_CHAT, TRACE]
+
+
+@pytest.mark.slow
+def test_sigterm_during_once_stops_the_walk_and_exits_non_zero(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--once", "--engagement", "short-chat"],
+        cwd=ROOT,
+        env=embedded_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    output = OutputReader(process)
+    try:
+        # Mid-walk: its first run has started (the worker and beat are up).
+        wait_for(lambda: "short chat (offload does not help): G1 run" in output.text(), 180)
+        process.send_signal(signal.SIGTERM)  # the demo's own process, as a service manager
+        code = process.wait(timeout=90)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        output.join()
+    printed = output.text()
+    assert code != 0, printed
+    assert "the demo was stopped before its walk finished" in printed
+    assert "Demo summary:" not in printed
 
 
 class OutputReader:
