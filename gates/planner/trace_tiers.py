@@ -195,20 +195,22 @@ def sizes_from_plan(plan: Mapping[str, Any], tiers: Mapping[str, Any]) -> TierSi
 
 
 def replay_hit_bands(
-    profile: Mapping[str, Any] | None,
+    profiles: Mapping[int, Mapping[str, Any] | None],
     kv_plan: Mapping[str, Any] | None,
     trace: Mapping[str, Any],
-    concurrencies: Sequence[int],
 ) -> dict[int, tuple[float, float] | str]:
-    """Per concurrency tier of a replay of the trace: the band its GPU prefix cache hit rate
-    (vLLM's prefix_cache_hit_rate) should fall in, the 'gpu' tier's share of input tokens with
-    the saved plan's KV capacity and that tier's in-flight demand; or why there is none."""
-    reason = _no_hit_band(profile, kv_plan, trace)
-    if reason is not None:
-        return dict.fromkeys(concurrencies, reason)
-    assert profile is not None and kv_plan is not None  # else _no_hit_band said why
+    """Per concurrency tier of a replay of the trace, read off that tier's hit curve (the
+    trace's; a down-sampled replay's, the sample that tier kept, since each tier's seed draws
+    its own): the band its GPU prefix cache hit rate (vLLM's prefix_cache_hit_rate) should fall
+    in, the 'gpu' tier's share of input tokens with the saved plan's KV capacity and that
+    tier's in-flight demand; or why there is none."""
     bands: dict[int, tuple[float, float] | str] = {}
-    for concurrency in concurrencies:
+    for concurrency, profile in profiles.items():
+        reason = _no_hit_band(profile, kv_plan, trace)
+        if reason is not None:
+            bands[concurrency] = reason
+            continue
+        assert profile is not None and kv_plan is not None  # else _no_hit_band said why
         try:
             result = plan(request_from_dict({**kv_plan, "concurrency": concurrency}))
             gpu = predict_tiers(profile, sizes_from_plan(result.to_dict(), {})).tiers[0]

@@ -73,8 +73,29 @@ def _replay_hit_bands(run: Run, tiers: list[int]) -> dict[int, tuple[float, floa
     if document.get("gate") != "G3":  # G2's two workloads may replay two traces at one tier
         # (its hit cell's external hit rate has its own band: g2_external_band)
         return dict.fromkeys(tiers, "hit-rate bands are predicted for G3 replays only")
-    trace = (document.get("workload") or {}).get("trace") or {}
-    return replay_hit_bands(_trace_profile(run, trace), run.gate.engagement.kv_plan, trace, tiers)
+    workload = document.get("workload") or {}
+    trace = workload.get("trace") or {}
+    profiles = {tier: _tier_profile(run, workload, tier) for tier in tiers}
+    missing = {tier: why for tier, why in profiles.items() if isinstance(why, str)}
+    curves = {tier: curve for tier, curve in profiles.items() if not isinstance(curve, str)}
+    bands = {**missing, **replay_hit_bands(curves, run.gate.engagement.kv_plan, trace)}
+    return dict(sorted(bands.items()))
+
+
+def _tier_profile(run: Run, workload: dict, tier: int) -> dict | str | None:
+    """The hit curve a tier of a replayed workload is read off: the trace's characterisation
+    (None while it is not ready); for a down-sampled replay, the curve its replay step drew of
+    the sample that tier kept (each tier's seed draws its own sample), else why there is none."""
+    trace = workload.get("trace") or {}
+    if float(trace.get("sample_fraction", 1.0)) >= 1.0:
+        return _trace_profile(run, trace)
+    sample = _sample_profile(run, workload, tier)
+    if sample is None:
+        return (
+            f"the replay's sample was not characterised at c={tier} (its replay step did not "
+            "record it)"
+        )
+    return sample
 
 
 def _trace_profile(run: Run, trace: dict) -> dict | None:
@@ -108,18 +129,17 @@ def g3_external_bands(run: Run) -> list[dict] | None:
 def trace_external_band(run: Run, workload: dict, tier: int) -> dict:
     """The band for one tier of a replayed workload, read off the trace's curve (a down-sampled
     replay: the curve its replay step drew of the kept sample at that tier)."""
-    trace = workload["trace"]
-    sampled = float(trace.get("sample_fraction", 1.0)) < 1.0
-    profile = _sample_profile(run, workload, tier) if sampled else _trace_profile(run, trace)
-    if sampled and profile is None:
-        why = "the replay's sample was not characterised (its replay step did not record it)"
-        return {"tier": tier, "missing": why}
-    band = replay_external_band(
-        profile,
-        run.gate.engagement.kv_plan,
-        trace,
-        concurrency=tier,
-        offload_gib=_offload_gib(run),
+    profile = _tier_profile(run, workload, tier)
+    band = (
+        profile
+        if isinstance(profile, str)
+        else replay_external_band(
+            profile,
+            run.gate.engagement.kv_plan,
+            workload["trace"],
+            concurrency=tier,
+            offload_gib=_offload_gib(run),
+        )
     )
     if isinstance(band, str):
         return {"tier": tier, "missing": band}

@@ -4,6 +4,8 @@ fidelity's model-error note; no band says why, never a guess."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -38,7 +40,7 @@ TRACE = {"sha256": "a" * 64, "format": "mooncake", "block_tokens": 512}
 
 
 def test_the_band_is_the_gpu_share_with_the_tiers_requests_in_flight():
-    bands = replay_hit_bands(PROFILE, KV_PLAN, TRACE, [1, 4])
+    bands = replay_hit_bands({1: PROFILE, 4: PROFILE}, KV_PLAN, TRACE)
     # c=1: the cache holds 33,233 to 41,233 tokens; c=4: 9,233 to 41,233.
     assert bands == {1: (0.5, 0.6), 4: (0.3, 0.6)}
 
@@ -54,7 +56,7 @@ def test_the_band_is_the_gpu_share_with_the_tiers_requests_in_flight():
     ],
 )
 def test_without_a_band_each_tier_says_why(profile, kv_plan, trace, reason):
-    bands = replay_hit_bands(profile, kv_plan, trace, [1])
+    bands = replay_hit_bands({1: profile}, kv_plan, trace)
     assert isinstance(bands[1], str) and reason in bands[1], bands
 
 
@@ -87,7 +89,27 @@ def test_a_sample_gets_the_band_of_its_own_characterisation():
     own = {**PROFILE, "sample_fraction": 0.5}
     band = replay_external_band(own, KV_PLAN, sampled, concurrency=1, offload_gib=25)
     assert band == pytest.approx((0.25, 0.4))
-    assert replay_hit_bands(own, KV_PLAN, sampled, [1]) == {1: (0.5, 0.6)}
+    assert replay_hit_bands({1: own}, KV_PLAN, sampled) == {1: (0.5, 0.6)}
+
+
+# A sample pressed less than PROFILE: 40 % at 9,000 tokens, 70 % at 41,000.
+LIGHTER = {
+    "prefix_information": True,
+    "infinite_cache_hit_ratio": 0.8,
+    "hit_ratio_curve": [[1000, 0.2], [9000, 0.4], [33000, 0.6], [41000, 0.7], [80000, 0.8]],
+    "sample_fraction": 0.5,
+}
+
+
+def test_each_tier_of_a_sample_reads_its_own_curve():
+    sampled = {**TRACE, "sample_fraction": 0.5}
+    own = {**PROFILE, "sample_fraction": 0.5}
+    bands = replay_hit_bands({1: own, 4: LIGHTER}, KV_PLAN, sampled)
+    # c=4 on PROFILE's curve would be 30 % to 60 %; its own sample's curve is higher.
+    assert bands == {1: (0.5, 0.6), 4: (0.4, 0.7)}
+    # One tier handed the whole trace's curve says so; the other keeps its band.
+    bands = replay_hit_bands({1: PROFILE, 4: LIGHTER}, KV_PLAN, sampled)
+    assert bands[4] == (0.4, 0.7) and "sends 50 % of the trace" in str(bands[1])
 
 
 def characterised_trace(actor, engagement) -> tuple[WorkloadTrace, dict]:
@@ -141,20 +163,52 @@ def test_a_replay_whose_hit_rate_falls_outside_the_planners_band_gets_the_note(
     assert "90 % (band 50 % to 60 %)" in page and "model error</span> achieved hit rate" in page
 
 
+def record_sample_profiles(run, workload: dict, samples: dict[int, dict]) -> None:
+    """The replay step as it records a down-sample's curves: per tier's replay, its
+    `sample_profile` in the step's `progress.replays.<name>`."""
+    built = {
+        replay_name(workload, tier): {"digest": "d", "sample_profile": sample}
+        for tier, sample in samples.items()
+    }
+    name = "build and upload the trace replay"
+    detail = {"step": {"name": name, "kind": "replay"}, "progress": {"replays": built}}
+    run.steps.create(position=1, name=name, detail=detail)
+
+
 @pytest.mark.django_db
-def test_a_sampled_replay_has_no_band_and_the_page_says_why(replayed_run, vendor_admin):
+def test_a_sampled_replay_reads_each_tiers_sample_and_names_a_tier_without_one(
+    replayed_run, vendor_admin
+):
     spec = replayed_run.spec
-    spec.document["workload"]["trace"]["sample_fraction"] = 0.5
+    workload = spec.document["workload"]
+    workload["trace"]["sample_fraction"] = 0.5
+    spec.document["tiers"] = [1, 2, 4]
     type(spec).objects.filter(pk=spec.pk).update(document=spec.document)
     replayed_run.refresh_from_db()
+    for tier, achieved in ((2, 0.5), (4, 0.5)):
+        fidelity = check_fidelity([], [], achieved_hit_rate=achieved).to_dict()
+        metrics = {"replay": {"digest": "d", "fidelity": fidelity}}
+        Measurement.objects.create(
+            run=replayed_run, arm="offload", tier=tier, repetition=1, metrics=metrics
+        )
+    # Each tier's seed drew its own sample; the step recorded c=1's and c=4's, not c=2's.
+    record_sample_profiles(
+        replayed_run, workload, {1: {**PROFILE, "sample_fraction": 0.5}, 4: LIGHTER}
+    )
     summary = run_replay_fidelity(replayed_run)
-    (cell,) = summary["cells"]
-    assert cell["hit_rate"]["band"] is None and cell["model_error"] is None
-    assert summary["notes"] == [] and "sends 50 % of the trace" in summary["hit_band_missing"][0]
+    bands = {tier: band for tier, band in summary["hit_bands"]}
+    assert bands[1] == [0.5, 0.6] and bands[4] == [0.4, 0.7]  # c=4: its sample, not c=1's
+    missing = "the replay's sample was not characterised at c=2 (its replay step did not record it)"
+    assert bands[2] == missing and summary["hit_band_missing"] == [missing]
+    cells = {cell["cell"]: cell["hit_rate"] for cell in summary["cells"]}
+    assert cells["offload c=4 r1"] == {"achieved": 0.5, "band": [0.4, 0.7], "inside": True}
+    assert cells["offload c=2 r1"]["band"] is None
+    assert cells["offload c=1 r1"]["inside"] is False  # 90 % against its sample's 50-60 %
     client = Client()
     client.force_login(vendor_admin)
     page = client.get(reverse("gates:run-detail", args=[replayed_run.pk])).content.decode()
-    assert "No predicted hit-rate band: the replay sends 50 % of the trace" in page
+    assert f"No predicted hit-rate band: {html.escape(missing)}." in page
+    assert "90 % (band 50 % to 60 %)" in page and "50 % (band 40 % to 70 %)" in page
 
 
 @pytest.fixture
@@ -224,10 +278,6 @@ def test_a_sampled_g2_replay_reads_the_band_of_the_sample_its_replay_step_charac
     missing = run_decision_context(replayed_g2)["replay_external_band"]
     assert "the replay's sample was not characterised" in missing["missing"]
     # The replay step characterised its kept sample: a GPU share of 50 % to 60 % at c=1.
-    sample = {**PROFILE, "sample_fraction": 0.5}
-    built = {replay_name(workload, 1): {"digest": "d", "sample_profile": sample}}
-    name = "build and upload the trace replay"
-    detail = {"step": {"name": name, "kind": "replay"}, "progress": {"replays": built}}
-    replayed_g2.steps.create(position=1, name=name, detail=detail)
+    record_sample_profiles(replayed_g2, workload, {1: {**PROFILE, "sample_fraction": 0.5}})
     band = run_decision_context(replayed_g2)["replay_external_band"]
     assert band["band"] == pytest.approx([0.25, 0.4])

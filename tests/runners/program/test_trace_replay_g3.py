@@ -11,6 +11,7 @@ from django.urls import reverse
 from gates.evidence import bundle_for_decision
 from gates.evidence.verify import verify_bundle
 from gates.models import Artifact, Measurement
+from gates.planner.trace_tiers import replay_hit_bands
 from tests.runners.program.test_gate_programs import drive, pass_gate, start, tasks_run_here
 from tests.runners.program.trace_replays import sim_host, trace_workload, upload_trace
 from tests.simhosts import g1_spec, g3_spec
@@ -77,6 +78,13 @@ def test_g3_replays_the_customers_trace_on_every_arm_and_checks_its_fidelity(
     hits = {m.arm: m.server["prefix_cache_hit_rate"] for m in measurements if m.repetition == 1}
     assert not hits["recompute"] and hits["offload"] > 0  # recompute caches nothing: no rate
     assert Artifact.objects.filter(run=run, tool="replay-plan").count() == 1
+    # The GPU hit band of this down-sample is read off the curve its replay step drew of the
+    # sample the tier kept, not refused for being a sample.
+    sampled = run.spec.document["workload"]["trace"]
+    (band,) = replay_hit_bands({256: planned["sample_profile"]}, KV_PLAN, sampled).values()
+    assert fidelity["hit_band_missing"] == [] and fidelity["hit_bands"] == [[256, list(band)]]
+    caching = [cell for cell in fidelity["cells"] if not cell["cell"].startswith("recompute")]
+    assert len(caching) == 8 and all(cell["hit_rate"]["band"] == list(band) for cell in caching)
     # The planner ran the same replay through simhost's engine: a TTFT band per arm, and the
     # offload cell's measured p50 against it (advisory: the verdict above is the clauses').
     (predicted,) = decision.result["inputs"]["context"]["replay_ttft_predictions"]
