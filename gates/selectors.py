@@ -43,8 +43,7 @@ def gate_clauses(gate: Gate) -> list[dict]:
 
 
 def gate_replay_bands(gate: Gate, key: str = "replay_bands") -> list[dict]:
-    """A replayed G3's latest rows against a planner band (replay_bands, replay_ttft_bands,
-    replay_ttft_changes)."""
+    """A replayed G3's latest rows against a planner band (one of REPLAY_ROWS)."""
     decision = gate_latest_decision(gate)
     bands = (decision.result or {}).get(key) if decision is not None else None
     return bands if isinstance(bands, list) else []
