@@ -9,7 +9,10 @@ test; one run, figures go to docs/workloads.md):
 2. The shipped Mooncake fixture's first --requests requests replayed open loop against a real
    `simhost serve` (sim-1b, the default preset) on each arm by simhost's replay client at
    --tier, the measured TTFT p50 of the measured requests beside the predicted band for the
-   same preset: the ratio measured / band middle, and whether it lies in the band.
+   same preset: the ratio measured / band middle, and whether it lies in the band; then the
+   TTFT change offload / baseline measured from those p50s against the predicted change band
+   (paired by seed and clock, widened by RESOLUTION) and the band the two arms' p50 bands'
+   extremes would give.
 """
 
 from __future__ import annotations
@@ -37,7 +40,11 @@ from runners.traces.replay import (  # noqa: E402
     replay_requests,
 )
 from simhost.engine.presets import SMALL_1B  # noqa: E402
-from simhost.engine.replay_predict import MAX_REQUESTS, predict_replay_ttft  # noqa: E402
+from simhost.engine.replay_predict import (  # noqa: E402
+    MAX_REQUESTS,
+    independent_change_band,
+    predict_replay_ttft,
+)
 
 BLOCK = 512
 OFFLOAD_GIB = 64.0
@@ -81,14 +88,26 @@ def measured_against_predicted(requests: int, tier: int) -> None:
         SMALL_1B, head, tier, trace_block_tokens=BLOCK, offload_gib=OFFLOAD_GIB
     )
     print(f"fixture, first {requests} requests at c={tier} (sim-1b, {OFFLOAD_GIB:g} GiB offload):")
+    served = {}
     for arm, band in prediction.arms.items():
         low, high = band.low_s * (1 - RESOLUTION), band.high_s * (1 + RESOLUTION)
-        measured = _served_ttft_p50(arm, records, settings, tier)
+        measured = served[arm] = _served_ttft_p50(arm, records, settings, tier)
         ratio = measured / ((low + high) / 2)
         inside = "within" if low <= measured <= high else "outside"
         print(
             f"  {arm:>9}: predicted {low * 1000:8.1f} to {high * 1000:8.1f} ms, measured "
             f"{measured * 1000:8.1f} ms, ratio {ratio:5.2f} ({inside})"
+        )
+    for name, change in prediction.changes.items():
+        over, base = name.split("/")
+        low, high = change.low * (1 - RESOLUTION), change.high * (1 + RESOLUTION)
+        apart = independent_change_band(prediction.arms[over], prediction.arms[base])
+        apart_low, apart_high = apart[0] * (1 - RESOLUTION), apart[1] * (1 + RESOLUTION)
+        measured = served[over] / served[base]
+        inside = "within" if low <= measured <= high else "outside"
+        print(
+            f"  {name}: predicted {low:.3f} to {high:.3f} (paired; {apart_low:.3f} to "
+            f"{apart_high:.3f} from the extremes), measured {measured:.3f} ({inside})"
         )
 
 

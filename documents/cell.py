@@ -58,6 +58,7 @@ class TtftBandContext(TypedDict):
 
     tier: int
     arms: NotRequired[dict[str, list[float]]]
+    changes: NotRequired[dict[str, list[float]]]  # "offload/resident": [low, high], a ratio
     missing: NotRequired[str]
     modelled: NotRequired[int]
     kept: NotRequired[int]
@@ -81,6 +82,27 @@ class G3TtftBandRow(TypedDict):
     band_high_ms: NotRequired[float]
     expected: NotRequired[str]
     measured_ms: NotRequired[float]
+    position: NotRequired[BandPosition]
+    observed: NotRequired[str]
+
+
+class G3TtftChangeRow(TypedDict):
+    """One offload-arm cell of a G3 trace replay against a baseline arm: its measured TTFT
+    change (offload p50 / baseline p50 by kept repetition, their geometric mean) against the
+    planner's paired band; advisory, never a verdict."""
+
+    check: str
+    arm: str
+    baseline: str
+    tier: int
+    verdict: RowVerdict
+    cause: str
+    advisory: bool
+    ratios: list[float]
+    band_low: NotRequired[float]
+    band_high: NotRequired[float]
+    expected: NotRequired[str]
+    measured_ratio: NotRequired[float]
     position: NotRequired[BandPosition]
     observed: NotRequired[str]
 

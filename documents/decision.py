@@ -16,6 +16,7 @@ from documents.cell import (
     G3Cell,
     G3Inputs,
     G3TtftBandRow,
+    G3TtftChangeRow,
     NextStep,
     RowVerdict,
     SetAside,
@@ -179,6 +180,7 @@ class G3Decision(TypedDict):
     replay_bands: NotRequired[list[G3BandRow]]
     # Each offload-arm cell's measured TTFT p50 against the planner's band (advisory).
     replay_ttft_bands: NotRequired[list[G3TtftBandRow]]
+    replay_ttft_changes: NotRequired[list[G3TtftChangeRow]]
     # Added by gates.services.runs.evaluation before the decision is recorded.
     operating_characteristic: NotRequired[OperatingCharacteristic | NoCharacteristic]
 

@@ -43,7 +43,7 @@ def gate_clauses(gate: Gate) -> list[dict]:
 
 
 def gate_replay_bands(gate: Gate, key: str = "replay_bands") -> list[dict]:
-    """A replayed G3's latest rows against a planner band (replay_bands, replay_ttft_bands)."""
+    """A replayed G3's latest rows against a planner band (one of REPLAY_ROWS)."""
     decision = gate_latest_decision(gate)
     bands = (decision.result or {}).get(key) if decision is not None else None
     return bands if isinstance(bands, list) else []
@@ -68,7 +68,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 6  # 6: latest_decision.replay_ttft_bands
+READOUT_SHAPE = 7  # 7: latest_decision.replay_ttft_changes
 
 
 def gate_readout(gate_id: int) -> dict:
@@ -130,7 +130,7 @@ def _decision_brief(gate: Gate) -> dict | None:
 
 
 # What a gate read says of its latest engine decision (which version, whether it counted).
-REPLAY_ROWS = ("replay_bands", "replay_ttft_bands")
+REPLAY_ROWS = ("replay_bands", "replay_ttft_bands", "replay_ttft_changes")
 LATEST_DECISION_FIELDS = (
     "pk",
     "verdict",

@@ -25,7 +25,8 @@ from documents.spec import G3Spec
 from gates.decisions.cells import build as cells
 from gates.decisions.cells import floors
 from gates.decisions.cells.bands import g3_band_rows, parse_g3_bands
-from gates.decisions.cells.ttft_bands import g3_ttft_rows, parse_g3_ttft_bands
+from gates.decisions.cells.ttft_bands import parse_g3_ttft_bands
+from gates.decisions.cells.ttft_changes import g3_ttft_advisory_rows
 from gates.decisions.clauses import Clause, G3Terms, parse_g3_spec
 from gates.decisions.goodput import BenchShare
 from gates.decisions.numbers import finite_float, is_number, metric_value
@@ -97,7 +98,7 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
             cell["cause"] = not_judged
     verdict, reasons = _g3_verdict(cells, broken, spent)
     band_rows, band_notes = g3_band_rows(bands or [], parsed.arms, kept)
-    ttft_rows, ttft_notes = g3_ttft_rows(ttft_bands or [], parsed.arms, kept)
+    ttft_rows, changes, ttft_notes = g3_ttft_advisory_rows(ttft_bands or [], parsed, kept)
     decision: G3Decision = {
         "gate": "G3",
         "spec_version": parsed.version,
@@ -128,6 +129,8 @@ def decide_g3(spec: G3Spec, measurements: Any, context: Any = None) -> G3Decisio
         decision["replay_bands"] = band_rows
     if ttft_bands is not None:
         decision["replay_ttft_bands"] = ttft_rows
+    if changes is not None:  # only a context whose bands carry the change
+        decision["replay_ttft_changes"] = changes
     return decision
 
 

@@ -147,6 +147,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "clauses": clauses,
             "replay_bands": gate_replay_bands(gate),
             "replay_ttft_bands": gate_replay_bands(gate, "replay_ttft_bands"),
+            "replay_ttft_changes": gate_replay_bands(gate, "replay_ttft_changes"),
             "summary": gate_summary(gate, clauses),
             "hosts": hosts,
             "default_host_id": engagement_last_host_id(gate.engagement),

@@ -51,9 +51,10 @@ def replay_ttft_bands(
     deployment: ReplayModel | str,
     recorded: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
-    """Per tier: {tier, arms: {role: [low_ms, high_ms]}, modelled, kept, capped, refused,
-    assumes} or {tier, missing: why}. `records` streams the stored trace afresh (one pass per
-    tier); `recorded` is the replay step's progress.replays (name -> what it built)."""
+    """Per tier: {tier, arms: {role: [low_ms, high_ms]}, changes: {"offload/resident": [low,
+    high]}, modelled, kept, capped, refused, assumes} or {tier, missing: why}. `records` streams
+    the stored trace afresh (one pass per tier); `recorded` is the replay step's
+    progress.replays (name -> what it built)."""
     return [_tier_band(records, workload, int(tier), deployment, recorded) for tier in tiers]
 
 
@@ -149,7 +150,8 @@ def _speed_request(deployment: ReplayModel, tier: int) -> SpeedRequest:
 
 def band_document(prediction: ReplayTtftPrediction, deployment: ReplayModel) -> dict[str, Any]:
     """One tier as the context carries it: each arm kind's p50 band in ms (the spec's arms map
-    their roles to these kinds), widened by RESOLUTION."""
+    their roles to these kinds) and the TTFT change offload / baseline from the paired runs
+    ("offload/resident": [low, high], a ratio), each widened by RESOLUTION."""
     arms = {
         arm: [
             band.low_s * 1000.0 * (1 - RESOLUTION),
@@ -157,9 +159,15 @@ def band_document(prediction: ReplayTtftPrediction, deployment: ReplayModel) -> 
         ]
         for arm, band in prediction.arms.items()
     }
+    # the ratio widened as each p50 is: what the engine leaves out need not cancel between arms
+    changes = {
+        name: [band.low * (1 - RESOLUTION), band.high * (1 + RESOLUTION)]
+        for name, band in prediction.changes.items()
+    }
     return {
         "tier": prediction.concurrency,
         "arms": arms,
+        "changes": changes,
         "modelled": prediction.modelled_requests,
         "kept": prediction.kept_requests,
         "capped": prediction.capped,

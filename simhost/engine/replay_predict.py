@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from simhost.engine.batching import Engine, EngineConfig, EngineRequest
@@ -33,6 +33,12 @@ SEND_JITTER_S = 0.010
 # send, simhost's virtual clock at the step's start (simhost.server.runtime: a later arrival
 # would let the engine schedule it before it came). Both, so the band holds either server.
 CLOCKS_FROM_STEP_START = (False, True)
+# The TTFT changes the G3 clauses judge, offload over each baseline arm (offload p50 / baseline
+# p50): a clause's reduction is 1 - ratio, its gain ratio - 1.
+CHANGES = (("offload", "resident"), ("offload", "recompute"))
+
+# One run of an arm: (link efficiency, jitter seed, clock from the step's start) -> p50 (s).
+RunKey = Tuple[float, int, bool]
 
 
 @dataclass(frozen=True)
@@ -58,12 +64,23 @@ class ArmBand:
 
 
 @dataclass(frozen=True)
+class ChangeBand:
+    """The predicted ratio of one arm's TTFT p50 over another's, lowest and highest over the
+    paired runs (each run of the first arm over the run of the second with its seed and clock)."""
+
+    low: float
+    high: float
+    runs: int
+
+
+@dataclass(frozen=True)
 class ReplayTtftPrediction:
     concurrency: int
     arms: Dict[str, ArmBand]
     modelled_requests: int
     kept_requests: int
     refused_requests: int  # of the modelled: longer than the server's context, refused (400)
+    changes: Dict[str, ChangeBand] = field(default_factory=dict)  # "offload/resident" -> band
 
     @property
     def capped(self) -> bool:
@@ -185,14 +202,15 @@ def predict_replay_ttft(
     The band of an arm is the lowest and highest p50 over its runs: one per JITTER_SEEDS send
     jitter and per server clock (CLOCKS_FROM_STEP_START) for every arm, times LINK_EFFICIENCIES
     for the offload arm (the resident and recompute arms move nothing over the host links).
-    The same inputs give the same band."""
+    `changes` holds the ratio offload p50 / baseline p50 for each of CHANGES, from the runs
+    paired by seed and clock (paired_change_band). The same inputs give the same band."""
     modelled = list(requests[:max_requests])
     served = served_requests(modelled, preset.max_model_len)
-    arms = {}
+    runs: Dict[str, Dict[RunKey, float]] = {}
     for arm in ARMS:
         efficiencies = LINK_EFFICIENCIES if arm == "offload" else (1.0,)
-        p50s = [
-            replay_ttft_p50(
+        runs[arm] = {
+            (efficiency, seed, from_step_start): replay_ttft_p50(
                 _config(preset, arm, efficiency, offload_gib, tier_bytes_per_s),
                 served,
                 concurrency,
@@ -203,11 +221,43 @@ def predict_replay_ttft(
             for efficiency in efficiencies
             for seed in JITTER_SEEDS
             for from_step_start in CLOCKS_FROM_STEP_START
-        ]
-        arms[arm] = ArmBand(low_s=min(p50s), high_s=max(p50s), runs=len(p50s))
+        }
+    arms = {
+        arm: ArmBand(low_s=min(p50s.values()), high_s=max(p50s.values()), runs=len(p50s))
+        for arm, p50s in runs.items()
+    }
+    changes = {
+        "{}/{}".format(over, base): paired_change_band(runs[over], runs[base])
+        for over, base in CHANGES
+        if over in runs and base in runs
+    }
     refused = len(modelled) - len(served)
     total = len(requests) if kept is None else max(kept, len(requests))
-    return ReplayTtftPrediction(concurrency, arms, len(modelled), total, refused)
+    return ReplayTtftPrediction(concurrency, arms, len(modelled), total, refused, changes)
+
+
+def paired_change_band(over: Dict[RunKey, float], base: Dict[RunKey, float]) -> ChangeBand:
+    """The ratio over/base from paired runs: each run of `over` divided by the run of `base`
+    that sent the same requests at the same jittered times and clocked them the same way (its
+    seed and clock; a baseline arm moves nothing over the host links, so its one efficiency
+    serves every efficiency of `over`). What moves both arms alike (a late send, a clock)
+    cancels in the ratio instead of spanning the band twice, as the extremes of two
+    independent bands would (`independent_change_band`)."""
+    by_pair = {(seed, clock): p50 for (_, seed, clock), p50 in base.items()}
+    ratios = [
+        p50 / by_pair[(seed, clock)]
+        for (_, seed, clock), p50 in over.items()
+        if by_pair.get((seed, clock), 0.0) > 0
+    ]
+    if not ratios:
+        raise ValueError("the two arms share no seeded run to pair")
+    return ChangeBand(low=min(ratios), high=max(ratios), runs=len(ratios))
+
+
+def independent_change_band(over: ArmBand, base: ArmBand) -> Tuple[float, float]:
+    """The ratio's band from the extremes of two independent bands: lowest over highest to
+    highest over lowest. The paired band always lies inside it."""
+    return over.low_s / base.high_s, over.high_s / base.low_s
 
 
 def served_requests(

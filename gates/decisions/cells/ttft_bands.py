@@ -22,6 +22,8 @@ MODEL_ERROR = (
     ": a model error, not a tier defect (the band is the planner's run of the replay, not an "
     "agreed bar); never the G3 verdict"
 )
+# The TTFT changes a tier may carry (offload p50 / baseline p50, simhost.engine.replay_predict).
+CHANGES = ("offload/recompute", "offload/resident")
 # Recorded beside each band as the planner said it; shown, never read by the rows.
 CARRIED = {"modelled": int, "kept": int, "refused": int, "capped": bool, "assumes": str}
 
@@ -42,6 +44,16 @@ def parse_ttft_band(band: Any, field: str) -> TtftBandContext:
     parsed: TtftBandContext = {"tier": tier, "arms": {}}
     for kind, ends in sorted(arms.items()):
         parsed["arms"][kind] = _ends(ends, f"{field}.arms.{kind}")
+    changes = band.get("changes")
+    if changes is not None:  # a context from before the change bands has none: no change row
+        if not isinstance(changes, dict) or not set(changes) <= set(CHANGES):
+            raise EvidenceError(
+                f"{field}.changes", f"must map TTFT changes ({', '.join(CHANGES)}) to bands"
+            )
+        parsed["changes"] = {
+            name: _ends(ends, f"{field}.changes.{name}", "[low, high]")
+            for name, ends in sorted(changes.items())
+        }
     for name, kind_of in CARRIED.items():
         value = band.get(name)
         if isinstance(value, kind_of) and (kind_of is bool or not isinstance(value, bool)):
@@ -49,11 +61,11 @@ def parse_ttft_band(band: Any, field: str) -> TtftBandContext:
     return parsed
 
 
-def _ends(ends: Any, field: str) -> list[float]:
+def _ends(ends: Any, field: str, shape: str = "[low_ms, high_ms]") -> list[float]:
     ok = isinstance(ends, list) and len(ends) == 2 and all(map(is_number, ends))
     low, high = (finite_float(end) for end in ends) if ok else (None, None)
     if low is None or high is None or not 0 < low <= high:
-        raise EvidenceError(field, "must be [low_ms, high_ms], 0 < low <= high")
+        raise EvidenceError(field, f"must be {shape}, 0 < low <= high")
     return [low, high]
 
 

@@ -155,9 +155,10 @@ def report_context(
 
 
 def _replay_bands(result: Mapping[str, Any]) -> list:
-    """The hit-rate rows, then the TTFT rows, as the decision holds them."""
+    """The hit-rate rows, then the TTFT p50 rows, then the TTFT change rows, as the decision
+    holds them."""
     rows = []
-    for key in ("replay_bands", "replay_ttft_bands"):
+    for key in ("replay_bands", "replay_ttft_bands", "replay_ttft_changes"):
         found = result.get(key)
         rows += found if isinstance(found, list) else []
     return rows

@@ -74,8 +74,8 @@ class InventoryRow:
 
 def clause_table(clauses: Any) -> list[ClauseRow]:
     """Rows of a decision's stored clauses: G3 clause x tier cells (and a replayed trace's
-    offload cells against the planner's bands, G3's `replay_bands` and `replay_ttft_bands`),
-    G1, G2 and G4 checks."""
+    offload cells against the planner's bands, G3's `replay_bands`, `replay_ttft_bands` and
+    `replay_ttft_changes`), G1, G2 and G4 checks."""
     rows = []
     for clause in _mappings(clauses):
         if "compare" in clause or "change" in clause:
@@ -217,6 +217,19 @@ def _replay_ttft_band(check: Mapping[str, Any]) -> ClauseRow:
     return replace(row, name=f"{row.name} {check.get('arm')}, c={_text(check.get('tier'))}")
 
 
+def _replay_ttft_change(check: Mapping[str, Any]) -> ClauseRow:
+    """A G3 offload cell's measured TTFT change over a baseline arm against the planner's
+    paired band for it."""
+    row = _check_row(
+        check,
+        "TTFT change within the planner's band for the replay (advisory, never the verdict)",
+        bar=_fact(check.get("expected"), ""),
+        estimate=_fact(check.get("observed"), ""),
+    )
+    cell = f"{check.get('arm')}/{check.get('baseline')}, c={_text(check.get('tier'))}"
+    return replace(row, name=f"{row.name} {cell}")
+
+
 G2_CHECKS = {
     "health": _g2_health,
     "equivalence": _g2_equivalence,
@@ -224,6 +237,7 @@ G2_CHECKS = {
     "noise_floor": _g2_noise_floor,
     "replay_band": _replay_band,
     "replay_ttft_band": _replay_ttft_band,
+    "replay_ttft_change": _replay_ttft_change,
 }
 
 

@@ -99,4 +99,4 @@ def _cache_key(
     }
     canonical = json.dumps(inputs, sort_keys=True, default=str).encode()
     # the version changes with the model, so a stale band is never read back
-    return "replay-ttft:v3:" + hashlib.sha256(canonical).hexdigest()
+    return "replay-ttft:v4:" + hashlib.sha256(canonical).hexdigest()

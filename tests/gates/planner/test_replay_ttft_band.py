@@ -52,6 +52,17 @@ def test_each_tier_has_a_band_per_arm_in_milliseconds_widened_by_the_resolution(
     assert "all 40 requests" in one["assumes"] and "llama-3.1-8b" in one["assumes"]
 
 
+def test_each_tier_carries_the_paired_ttft_change_inside_the_independent_extremes():
+    one, four = replay_ttft_bands(records, WORKLOAD, [1, 4], DEPLOYMENT, recorded())
+    for band in (one, four):
+        assert set(band["changes"]) == {"offload/resident", "offload/recompute"}
+        (offload_low, offload_high) = band["arms"]["offload"]
+        for name, (low, high) in band["changes"].items():
+            base_low, base_high = band["arms"][name.split("/")[1]]
+            assert offload_low / base_high <= low < high <= offload_high / base_low
+            assert high / low >= (1 + RESOLUTION) / (1 - RESOLUTION)
+
+
 def test_the_cap_is_recorded_when_the_replay_sends_more(monkeypatch):
     monkeypatch.setattr("gates.planner.replay_band.MAX_REQUESTS", 10)
     (band,) = replay_ttft_bands(records, WORKLOAD, [1], DEPLOYMENT, recorded(tiers=(1,)))
