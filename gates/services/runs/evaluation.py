@@ -75,21 +75,27 @@ def _replay_hit_bands(run: Run, tiers: list[int]) -> dict[int, tuple[float, floa
         return dict.fromkeys(tiers, "hit-rate bands are predicted for G3 replays only")
     workload = document.get("workload") or {}
     trace = workload.get("trace") or {}
-    profiles = {tier: _tier_profile(run, workload, tier) for tier in tiers}
+    profiles = _tier_profiles(run, workload, tiers)
     missing = {tier: why for tier, why in profiles.items() if isinstance(why, str)}
     curves = {tier: curve for tier, curve in profiles.items() if not isinstance(curve, str)}
     bands = {**missing, **replay_hit_bands(curves, run.gate.engagement.kv_plan, trace)}
     return dict(sorted(bands.items()))
 
 
-def _tier_profile(run: Run, workload: dict, tier: int) -> dict | str | None:
-    """The hit curve a tier of a replayed workload is read off: the trace's characterisation
-    (None while it is not ready); for a down-sampled replay, the curve its replay step drew of
-    the sample that tier kept (each tier's seed draws its own sample), else why there is none."""
+def _tier_profiles(run: Run, workload: dict, tiers: list[int]) -> dict[int, dict | str | None]:
+    """The hit curve each tier of a replayed workload is read off: the trace's characterisation
+    (None while it is not ready), read once for every tier so a page costs the same queries
+    with one tier or three; for a down-sampled replay, the curve its replay step drew of the
+    sample that tier kept (each tier's seed draws its own sample), else why there is none."""
     trace = workload.get("trace") or {}
     if float(trace.get("sample_fraction", 1.0)) >= 1.0:
-        return _trace_profile(run, trace)
-    sample = _sample_profile(run, workload, tier)
+        return dict.fromkeys(tiers, _trace_profile(run, trace))
+    steps = run_steps(run)
+    return {tier: _sample_profile_or_why(steps, workload, tier) for tier in tiers}
+
+
+def _sample_profile_or_why(steps: list[dict], workload: dict, tier: int) -> dict | str:
+    sample = _sample_profile(steps, workload, tier)
     if sample is None:
         return (
             f"the replay's sample was not characterised at c={tier} (its replay step did not "
@@ -123,13 +129,18 @@ def g3_external_bands(run: Run) -> list[dict] | None:
     workload = document.get("workload") or {}
     if not workload.get("trace"):
         return None
-    return [trace_external_band(run, workload, int(tier)) for tier in document["tiers"]]
+    tiers = [int(tier) for tier in document["tiers"]]
+    profiles = _tier_profiles(run, workload, tiers)
+    return [_external_band(run, workload, tier, profiles[tier]) for tier in tiers]
 
 
 def trace_external_band(run: Run, workload: dict, tier: int) -> dict:
     """The band for one tier of a replayed workload, read off the trace's curve (a down-sampled
     replay: the curve its replay step drew of the kept sample at that tier)."""
-    profile = _tier_profile(run, workload, tier)
+    return _external_band(run, workload, tier, _tier_profiles(run, workload, [tier])[tier])
+
+
+def _external_band(run: Run, workload: dict, tier: int, profile: dict | str | None) -> dict:
     band = (
         profile
         if isinstance(profile, str)
@@ -146,9 +157,9 @@ def trace_external_band(run: Run, workload: dict, tier: int) -> dict:
     return {"tier": tier, "band": list(band)}
 
 
-def _sample_profile(run: Run, workload: dict, tier: int) -> dict | None:
+def _sample_profile(steps: list[dict], workload: dict, tier: int) -> dict | None:
     name = replay_name(workload, tier)
-    for detail in run_steps(run):
+    for detail in steps:
         # A step's detail is {"step", "progress", ...}; the replay step's summary is its progress.
         built = ((detail or {}).get("progress") or {}).get("replays") or {}
         if isinstance(built.get(name), dict):
