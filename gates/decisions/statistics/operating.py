@@ -97,7 +97,7 @@ def operating_characteristic(
         "min_power": min_power,
         "clauses": clauses,
         "gate": gate,
-        "warnings": _warnings(clauses, gate, min_power),
+        "warnings": _warnings(clauses, gate, min_power, declared=plan.alpha / 2),
     }
 
 
@@ -210,8 +210,14 @@ def _one_at_bar(parsed: G3Terms, sd: float) -> dict[str, np.ndarray]:
 
 
 def _warnings(
-    clauses: list[ClauseCharacteristic], gate: GateCharacteristic, min_power: float
+    clauses: list[ClauseCharacteristic],
+    gate: GateCharacteristic,
+    min_power: float,
+    *,
+    declared: float,
 ) -> list[str]:
+    """What the signers should know: low power, and an error row above its declared rate.
+    `declared` is one attempt's error per side (the plan's alpha / 2)."""
     warnings = [
         f"clause {row['clause']} ({row['metric']} {row['compare']} {row['change']}) states no "
         "claimed effect: the gate's power is shown with it at its bar"
@@ -232,4 +238,23 @@ def _warnings(
             f"under the {min_power:.0%} the spec wants: more repetitions, a quieter host or "
             "bars further from the claims"
         )
-    return warnings
+    return warnings + _error_warnings(gate, declared)
+
+
+def _error_warnings(gate: GateCharacteristic, declared: float) -> list[str]:
+    """An error row above its declared rate by more than its own sampling error (Wilson 95 %):
+    within it, the excess may be the simulation's noise, and no warning is due."""
+    at_bars, widths = gate["at_bars"], gate["at_bars"]["half_width_95"]
+    name = "every clause exactly at its bar, one attempt"
+    rows = [(name, "passes", at_bars["pass"], widths["pass"], declared)]
+    rows += [(name, "fails", at_bars["fail"], widths["fail"], declared)]
+    for row in gate.get("lifetime", []):
+        name = f"{row['scenario']}, {row['policy_text']}, whole engagement"
+        rows += [(name, "passes", row["pass"], row["half_width_95"]["pass"], row["declared"])]
+        rows += [(name, "fails", row["fail"], row["half_width_95"]["fail"], row["declared"])]
+    return [
+        f"{name}: the gate {verb} {value:.2%} +- {width:.2%} of the time, above the declared "
+        f"{limit:.2%} by more than its sampling error"
+        for name, verb, value, width, limit in rows
+        if value - width > limit
+    ]
