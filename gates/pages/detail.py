@@ -32,6 +32,7 @@ from gates.selectors import (
     gate_replay_bands,
     run_predicted_ttft,
 )
+from gates.services.contract.power import spec_acknowledgement_line
 from gates.services.runs.attempts import run_spent_attempt
 from gates.tenancy import get_visible_or_404, viewer_for_request, visible
 from runners.program.sequence import has_program
@@ -130,6 +131,7 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
     hosts = visible(Host, viewer).filter(organization_id=gate.engagement.organization_id)
     kv_warning = spec_kv_warning(gate.engagement, spec.document) if gate.kind == "G3" else ""
     clauses = gate_clauses(gate)
+    can_review = viewer.can("gate.review") and gate.stop_loss_review
     return render(
         request,
         "gates/gate_detail.html",
@@ -157,7 +159,8 @@ def gate_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and gate.can_move_to(Gate.State.RUNNING)
             and gate.state != Gate.State.RUNNING
             and hosts.exists(),
-            "can_review": viewer.can("gate.review") and gate.stop_loss_review,
+            "can_review": can_review,
+            "acknowledged": spec_acknowledgement_line(spec) if can_review else "",
             "can_edit_spec": viewer.can("spec.edit"),
             "dashboard": dashboards.gate_dashboard(gate),
             "statistics": g3_statistics(gate),

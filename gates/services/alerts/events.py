@@ -7,6 +7,7 @@ from __future__ import annotations
 from gates.alerts import events
 from gates.models import Decision, Engagement, Gate, Host, Run, Verdict
 from gates.services.alerts.outbox import alert_enqueue
+from gates.services.contract.power import spec_acknowledgement_line
 from runners.errors import HOST_KEY_CHANGED
 
 GATE_VERDICT_WORDS = {
@@ -98,6 +99,8 @@ def _gate_context(gate: Gate, decision: Decision, **more) -> dict:
         "gate": gate,
         "decision": decision,
         "review": gate.stop_loss_review,
+        # Read only when the review opens, so the other verdicts' alerts cost no extra query.
+        "acknowledged": spec_acknowledgement_line(decision.spec) if gate.stop_loss_review else "",
         "failed_clauses": [
             {
                 "name": c.get("metric") or c.get("check") or "check",

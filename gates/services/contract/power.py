@@ -10,6 +10,7 @@ parties acknowledged it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gates.decisions.statistics.signing import proposals_for
@@ -81,6 +82,26 @@ def spec_power_acknowledged(spec: GateSpec) -> bool:
     """Both parties signed this version acknowledging it is underpowered."""
     rows = spec.signatures.filter(digest=spec.digest, acknowledged_power__isnull=False)
     return rows.values("party").distinct().count() == 2
+
+
+def spec_acknowledgement_line(spec: GateSpec) -> str:
+    """For the stop-loss review: the sentence saying both parties signed this version knowing
+    it was underpowered, with the power and noise they signed at; empty when they did not."""
+    rows = spec.signatures.filter(digest=spec.digest, acknowledged_power__isnull=False)
+    found = list(rows.values_list("party", "acknowledged_power"))
+    if len({party for party, _ in found}) < 2:
+        return ""
+    acknowledged = found[-1][1]
+    # The stated noise is a CV per arm; a log-ratio's sd is sqrt(2 log(1 + CV^2)) (spread.py).
+    cv_pct = 100 * math.sqrt(math.expm1(acknowledged["sd_log_ratio"] ** 2 / 2))
+    source = acknowledged["noise"]
+    if source.startswith("the spec's stated CV"):
+        rules = spec.document.get("statistics") or {}
+        source = rules.get("noise_source") or "stated in the spec"
+    return (
+        "Both parties signed this spec acknowledging it was underpowered: it passes "
+        f"{100 * acknowledged['power']:.3g} % at its claims at noise CV {cv_pct:.3g} % ({source})"
+    )
 
 
 def gate_check_power(gate: Gate) -> None:

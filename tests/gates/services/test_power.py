@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from gates import services
-from gates.models import Gate, Run, SpecSignature
+from gates.models import Alert, Gate, Run, SpecSignature
 from gates.services.contract.power import UnderpoweredSpecError, spec_power
 from tests.contract import sign_as_both
 from tests.gates.services.test_attempts import decided_attempt
@@ -93,3 +93,41 @@ def test_the_contract_shows_what_a_reset_adds_before_both_sign_it(
     per_side = (1 - gate.current_spec.document["confidence"]) / 2 * 100  # the template: 5 %
     assert f"from at most {per_side:.1f} % to at most {2 * per_side:.1f} %" in page
     assert 'data-field="reset-cost"' in page
+
+
+ACKNOWLEDGED = "Both parties signed this spec acknowledging it was underpowered: it passes "
+
+
+def review_page_and_alert(actor, vendor_viewer, gate: Gate, client, vendor_admin) -> tuple:
+    """Spend the template's two attempts on fails: the review opens, on the page and alerted."""
+    for _ in range(2):
+        decided_attempt(actor, vendor_viewer, gate, "fail")
+    client.force_login(vendor_admin)
+    page = client.get(reverse("gates:gate-detail", args=[gate.pk])).content.decode()
+    assert "Stop-loss review" in page
+    return page, Alert.objects.get(event="stop_loss_review").body
+
+
+def test_the_stop_loss_review_says_both_signed_it_acknowledging_it_was_underpowered(
+    actor, vendor_viewer, engagement, client, vendor_admin
+):
+    gate = g3_at_stated_cv(actor, engagement, 10)
+    spec = sign_as_both(gate, acknowledge_underpowered=True)
+    power = spec.signatures.first().acknowledged_power["power"]
+    page, body = review_page_and_alert(actor, vendor_viewer, gate, client, vendor_admin)
+    source = spec.document["statistics"]["noise_source"]
+    line = f"{ACKNOWLEDGED}{100 * power:.3g} % at its claims at noise CV 10 % ({source})"
+    assert line in body
+    assert 'data-field="acknowledged-underpowered">' + ACKNOWLEDGED in page
+    assert f"{100 * power:.3g} % at its claims at noise CV 10 %" in page
+
+
+def test_the_stop_loss_review_of_a_spec_signed_at_its_power_says_nothing_of_it(
+    actor, vendor_viewer, engagement, client, vendor_admin
+):
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    sign_as_both(gate)
+    page, body = review_page_and_alert(actor, vendor_viewer, gate, client, vendor_admin)
+    assert ACKNOWLEDGED not in page and ACKNOWLEDGED not in body
+    assert "Attempts are spent" in body
