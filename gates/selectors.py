@@ -43,7 +43,7 @@ def gate_clauses(gate: Gate) -> list[dict]:
 
 
 def gate_replay_bands(gate: Gate, key: str = "replay_bands") -> list[dict]:
-    """A replayed G3's latest rows against a planner band (one of REPLAY_ROWS)."""
+    """A replayed G3's latest rows against a planner band (a list in REPLAY_READS)."""
     decision = gate_latest_decision(gate)
     bands = (decision.result or {}).get(key) if decision is not None else None
     return bands if isinstance(bands, list) else []
@@ -68,7 +68,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 7  # 7: latest_decision.replay_ttft_changes
+READOUT_SHAPE = 8  # 8: latest_decision.replay_fidelity
 
 
 def gate_readout(gate_id: int) -> dict:
@@ -114,8 +114,8 @@ def _decision_brief(gate: Gate) -> dict | None:
     start) and a replayed G3's band rows, from the gate's annotations (gates_with_latest)."""
     if gate.latest_decision_pk is None:
         return None
-    # A G3 on a replayed trace: its offload cells against the planner's bands (advisory).
-    bands = {key: getattr(gate, f"latest_decision_result_{key}") for key in REPLAY_ROWS}
+    # A replayed G3: its cells against the planner's bands (advisory) and each cell's fidelity.
+    bands = {key: getattr(gate, f"latest_decision_result_{key}") for key in REPLAY_READS}
     return {
         **{key: rows for key, rows in bands.items() if rows is not None},
         "id": gate.latest_decision_pk,
@@ -130,13 +130,13 @@ def _decision_brief(gate: Gate) -> dict | None:
 
 
 # What a gate read says of its latest engine decision (which version, whether it counted).
-REPLAY_ROWS = ("replay_bands", "replay_ttft_bands", "replay_ttft_changes")
+REPLAY_READS = ("replay_bands", "replay_ttft_bands", "replay_ttft_changes", "replay_fidelity")
 LATEST_DECISION_FIELDS = (
     "pk",
     "verdict",
     "rehearsal",
     "result__soak__compressed",
-    *(f"result__{key}" for key in REPLAY_ROWS),
+    *(f"result__{key}" for key in REPLAY_READS),
     "spec__version",
     "spec__digest",
     "created_at",

@@ -90,3 +90,17 @@ def test_the_stored_clauses_are_what_the_documented_clause_serializer_gives():
     ]  # fmt: skip
     rows = clause_rows(cells)
     assert [api_clause(row) for row in rows] == ClauseSerializer(rows, many=True).data
+
+
+def test_the_gate_read_carries_a_replayed_runs_fidelity_for_the_customer(
+    customer_owner, customer_org, actor, vendor_viewer, engagement, host
+):
+    # A G2 or G3 replay records it; the read passes on whatever the latest decision holds.
+    gate = engagement.gates.get(kind="G1")
+    run = services.run_create(actor=actor, viewer=vendor_viewer, gate=gate, host=host)
+    services.run_claim(run_id=run.pk)
+    fidelity = {"reasons": [], "cells": [{"cell": "offload c=8 r1", "valid": True}]}
+    result = {"verdict": "inconclusive", "clauses": [], "replay_fidelity": fidelity}
+    services.decision_record(run_id=run.pk, result=result)
+    body = read(token_client(customer_owner, customer_org), gate)
+    assert body["latest_decision"]["replay_fidelity"] == fidelity
