@@ -1,6 +1,5 @@
-"""The list pages beyond the engagement list and a gate's runs (hosts, API tokens, the public
-library): a page of 50 with the count of all, a page number past the end or garbage answered
-with a page, the same queries at one row or sixty, and never another organization's rows."""
+"""The hosts list: a page of 50 with the count of all, a page number past the end or garbage
+answered with a page, the same queries at one host or sixty, and a profile filter."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from django.urls import reverse
 
 from gates.models import Host, Profile
 from tests.conftest import make_host
-from tests.gates.test_tenancy_matrix import make_token
 
 pytestmark = pytest.mark.django_db
 
@@ -77,48 +75,6 @@ def test_the_hosts_filter_by_profile_and_an_unknown_one_lists_none(
     assert "1 host on simhost." in sim and sim.count("data-host=") == 1
     unknown = client.get(url + "?profile=no-such-profile")
     assert unknown.status_code == 200 and "No hosts on no-such-profile." in unknown.content.decode()
-
-
-def more_tokens(user, organization, count: int) -> None:
-    for _ in range(count):
-        make_token(user, organization)
-
-
-def test_the_tokens_come_in_pages_with_their_count(client, customer_owner, customer_org):
-    more_tokens(customer_owner, customer_org, 60)
-    client.force_login(customer_owner)
-    url = reverse("gates:token-list")
-    first = client.get(url).content.decode()
-    assert "60 tokens, page 1 of 2." in first and first.count("data-token=") == 50
-    last = client.get(url + "?page=2").content.decode()
-    assert last.count("data-token=") == 10 and 'rel="prev"' in last and 'rel="next"' not in last
-    garbage = client.get(url + "?page=zzz")
-    assert garbage.status_code == 200 and garbage.content.decode().count("data-token=") == 50
-
-
-def test_the_token_list_costs_the_same_queries_with_one_token_or_sixty(
-    client, customer_owner, customer_org
-):
-    more_tokens(customer_owner, customer_org, 1)
-    client.force_login(customer_owner)
-    url = reverse("gates:token-list")
-    client.get(url)  # the session's first read
-    few = queries_for(client, url)
-    more_tokens(customer_owner, customer_org, 59)
-    assert queries_for(client, url) == few
-    assert queries_for(client, url + "?page=2") == few
-
-
-def test_another_organizations_tokens_are_never_counted_or_shown(
-    client, customer_owner, customer_org, other_owner, other_customer_org
-):
-    more_tokens(customer_owner, customer_org, 2)
-    theirs = make_token(other_owner, other_customer_org)
-    more_tokens(other_owner, other_customer_org, 59)
-    client.force_login(customer_owner)
-    page = client.get(reverse("gates:token-list")).content.decode()
-    assert "2 tokens." in page and page.count("data-token=") == 2
-    assert f'data-token="{theirs.prefix}"' not in page
 
 
 def test_the_host_pager_says_previous_and_next_as_hosts_are_not_ordered_by_time(
