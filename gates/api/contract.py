@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from gates import services
 from gates.api.rest.idempotency import idempotent
+from gates.api.rest.pagination import PAGE_PARAMETERS, page_response, page_schema
 from gates.errors import NotAllowedError, ServiceError
 from gates.models import Gate, GateSpec, PartyKey, SpecSignature
 from gates.selectors import gate_spec_in_force, gate_spec_proposed, spec_changes_from_force
@@ -261,11 +262,14 @@ class PartyKeySerializer(serializers.ModelSerializer):
 
 
 class PartyKeyApi(APIView):
-    @extend_schema(responses=PartyKeySerializer(many=True))
+    @extend_schema(
+        responses=page_schema("PartyKeyPage", PartyKeySerializer), parameters=PAGE_PARAMETERS
+    )
     def get(self, request):
         viewer = viewer_for_request(request)
         keys = PartyKey.objects.filter(organization_id__in=viewer.organization_ids)
-        return Response(PartyKeySerializer(keys.select_related("user"), many=True).data)
+        rows = keys.select_related("user").order_by("organization", "-created_at", "-id")
+        return page_response(request, self, rows, PartyKeySerializer)
 
     @extend_schema(
         request=inline_serializer("PartyKeyCreate", {"public_key": serializers.CharField()}),

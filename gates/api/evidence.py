@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from gates.api.rest.idempotency import idempotent
+from gates.api.rest.pagination import PAGE_PARAMETERS, page_response, page_schema
 from gates.errors import NotAllowedError, NotFoundError
 from gates.evidence import store
 from gates.models import Decision, EvidenceKey, Gate, Run
@@ -125,7 +126,11 @@ class EvidenceSignaturesApi(APIView):
 
 
 class EvidenceKeysApi(APIView):
-    @extend_schema(responses=EvidenceKeySerializer(many=True))
+    @extend_schema(
+        responses=page_schema("EvidenceKeyPage", EvidenceKeySerializer),
+        parameters=PAGE_PARAMETERS,
+    )
     def get(self, request):
         viewer_for_request(request)  # any signed-in caller: public keys are not tenant data
-        return Response(EvidenceKeySerializer(EvidenceKey.objects.all(), many=True).data)
+        keys = EvidenceKey.objects.order_by("-not_before", "-id")
+        return page_response(request, self, keys, EvidenceKeySerializer)

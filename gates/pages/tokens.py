@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -16,6 +17,7 @@ from django.views.decorators.http import require_http_methods
 from gates import services
 from gates.errors import ServiceError
 from gates.models import ApiToken, Engagement, Organization
+from gates.pages.detail import LIST_PAGE_SIZE
 from gates.tenancy import Viewer, manageable_tokens, viewer_for_request, visible
 
 SCOPE_HELP = {
@@ -81,7 +83,10 @@ def token_list(request: HttpRequest) -> HttpResponse:
         except ServiceError as error:
             form.add_error(error.field if error.field in form.fields else None, error.detail)
     tokens = manageable_tokens(viewer).select_related("organization", "engagement", "created_by")
-    context = {"form": form, "tokens": tokens.order_by("-created_at"), "created": created}
+    page = Paginator(tokens.order_by("-created_at", "-id"), LIST_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    context = {"form": form, "tokens": page, "page": page, "created": created}
     # The secret goes into this one response only: never a message cookie, never the session.
     context["secret"] = secret
     return render(request, "tokens/list.html", context, status=400 if form.errors else 200)

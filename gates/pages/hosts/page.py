@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.http import HttpRequest, HttpResponse
@@ -17,7 +18,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from gates import services
 from gates.errors import ServiceError
-from gates.models import Host, HostCleanup, Organization, Run
+from gates.models import Host, HostCleanup, Organization, Profile, Run
+from gates.pages.detail import LIST_PAGE_SIZE
 from gates.pages.hosts.forms import HostEditForm, PinForm, RegisterForm, ScanForm
 from gates.tenancy import Viewer, get_visible_or_404, viewer_for_request, visible
 
@@ -42,10 +44,22 @@ def _hosts(viewer: Viewer):
 @login_required
 @require_http_methods(["GET"])
 def host_list(request: HttpRequest) -> HttpResponse:
-    hosts = list(_hosts(_host_manager(request)))
-    recent = recent_runs(hosts)
-    rows = [(host, recent.get(host.pk, [])) for host in hosts]
-    return render(request, "hosts/list.html", {"rows": rows})
+    """A page of the hosts, narrowed to `?profile=` (a profile's name) when given; the last
+    runs are read for that page's hosts only, so the page costs the same queries at any count."""
+    hosts = _hosts(_host_manager(request))
+    profile = request.GET.get("profile", "")
+    if profile:
+        hosts = hosts.filter(profile__name=profile)  # an unknown name lists none
+    page = Paginator(hosts, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    recent = recent_runs(list(page))
+    rows = [(host, recent.get(host.pk, [])) for host in page]
+    context = {
+        "rows": rows,
+        "page": page,
+        "profile": profile,
+        "profiles": Profile.objects.values_list("name", flat=True),
+    }
+    return render(request, "hosts/list.html", context)
 
 
 def recent_runs(hosts: list[Host]) -> dict[int, list[Run]]:

@@ -4,11 +4,15 @@ naming it. Real PostgreSQL."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gates import services
-from gates.models import Engagement
+from gates.models import Engagement, EvidenceKey, PartyKey
 from tests.gates.test_tenancy import token_client
 
 pytestmark = pytest.mark.django_db
@@ -76,3 +80,72 @@ def test_the_page_size_has_a_ceiling(api, actor, customer_org):
     make_engagements(actor, customer_org, 2)
     page = api.get(reverse("api:engagement-list"), {"limit": 10**9}).json()
     assert page["count"] == 2 and len(page["results"]) == 2
+
+
+def make_party_keys(user, organization, count: int) -> None:
+    PartyKey.objects.bulk_create(
+        PartyKey(
+            organization=organization,
+            user=user,
+            public_key=f"ssh-ed25519 AAAA{organization.slug}{n}",
+            fingerprint=f"SHA256:{organization.slug}-{uuid.uuid4().hex}",
+        )
+        for n in range(count)
+    )
+
+
+def make_evidence_keys(count: int) -> None:
+    EvidenceKey.objects.bulk_create(
+        EvidenceKey(
+            fingerprint=f"SHA256:{uuid.uuid4().hex}",
+            public_key="ssh-ed25519 AAAA tollgate-evidence",
+            public_pem="-----BEGIN PUBLIC KEY-----",
+        )
+        for _ in range(count)
+    )
+
+
+def api_queries(client, url: str, query: dict | None = None) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url, query or {}).status_code == 200
+    return len(captured)
+
+
+@pytest.mark.parametrize("name", ["api:party-keys", "api:evidence-keys"])
+def test_the_key_lists_walk_in_pages_with_the_count_and_a_bad_limit_is_the_default(
+    api, vendor_admin, vendor_org, name
+):
+    make_party_keys(vendor_admin, vendor_org, 120)
+    make_evidence_keys(120)
+    url = reverse(name)
+    first = api.get(url).json()
+    assert first["count"] == 120 and len(first["results"]) == 100 and first["next"]
+    last = api.get(url, {"offset": 100}).json()
+    assert last["count"] == 120 and len(last["results"]) == 20 and last["next"] is None
+    garbage = api.get(url, {"limit": "zzz", "offset": "zzz"})
+    assert garbage.status_code == 200 and len(garbage.json()["results"]) == 100
+
+
+@pytest.mark.parametrize("name", ["api:party-keys", "api:evidence-keys"])
+def test_the_key_lists_cost_the_same_queries_with_one_key_or_sixty(
+    api, vendor_admin, vendor_org, name
+):
+    make_party_keys(vendor_admin, vendor_org, 1)
+    make_evidence_keys(1)
+    url = reverse(name)
+    api.get(url)  # the token's first use records it
+    few = api_queries(api, url)
+    make_party_keys(vendor_admin, vendor_org, 59)
+    make_evidence_keys(59)
+    assert api_queries(api, url) == few
+    assert api_queries(api, url, {"offset": 50}) == few
+
+
+def test_another_organizations_signing_keys_are_never_counted_or_listed(
+    customer_owner, customer_org, other_owner, other_customer_org
+):
+    make_party_keys(customer_owner, customer_org, 2)
+    make_party_keys(other_owner, other_customer_org, 60)
+    page = token_client(customer_owner, customer_org).get(reverse("api:party-keys")).json()
+    assert page["count"] == 2 and len(page["results"]) == 2
+    assert all(row["user"] == customer_owner.username for row in page["results"])

@@ -115,7 +115,8 @@ def test_rotation_keeps_the_old_key_listed_and_old_bundles_verifying(api, decide
     first = download(api, decided_gate).content
     old = EvidenceKey.objects.get()
     call_command("rotate_evidence_key", stdout=io.StringIO())
-    listed = {row["fingerprint"]: row for row in api.get(reverse("api:evidence-keys")).json()}
+    keys = api.get(reverse("api:evidence-keys")).json()["results"]
+    listed = {row["fingerprint"]: row for row in keys}
     new = EvidenceKey.objects.exclude(pk=old.pk).get()
     assert listed[old.fingerprint]["valid_now"] is False and listed[old.fingerprint]["retired_at"]
     assert listed[new.fingerprint]["valid_now"] is True

@@ -11,7 +11,9 @@ from collections import deque
 
 import pytest
 from django.core.cache import caches
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gates.evidence import publication as publishing
@@ -158,3 +160,53 @@ def test_the_report_shows_clauses_the_verify_command_and_both_consents(published
     assert "a cloud provider" in page and "ttft_p50" in page
     assert page.count("</details>") == 2  # the vendor's proposal and the customer's approval
     assert Publication.objects.get().state == "published"
+
+
+def more_publications(template: Publication, count: int, *, published: bool = True) -> None:
+    """`count` copies of a publication in bulk, each with its own slug; unpublished ones are
+    only proposed."""
+    Publication.objects.bulk_create(
+        Publication(
+            decision_id=template.decision_id,
+            state=template.state if published else Publication.State.PROPOSED,
+            record=template.record,
+            published_at=template.published_at if published else None,
+        )
+        for _ in range(count)
+    )
+
+
+def report_rows(page: str) -> int:
+    return page.count('<tr><td><a href="/library/reports/')
+
+
+def index_queries(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def test_the_index_lists_the_reports_in_pages_with_their_count(published):
+    more_publications(published, 59)
+    anonymous, url = Client(), reverse("gates:library")
+    first = anonymous.get(url).content.decode()
+    assert "60 reports, page 1 of 2." in first and report_rows(first) == 50
+    last = anonymous.get(url + "?page=2").content.decode()
+    assert report_rows(last) == 10 and 'rel="prev"' in last and 'rel="next"' not in last
+    garbage = anonymous.get(url + "?page=zzz")
+    assert garbage.status_code == 200 and report_rows(garbage.content.decode()) == 50
+    assert report_rows(anonymous.get(url + "?page=99").content.decode()) == 10
+
+
+def test_the_index_costs_the_same_queries_with_one_report_or_sixty(published):
+    anonymous, url = Client(), reverse("gates:library")
+    few = index_queries(anonymous, url)
+    more_publications(published, 59)
+    assert index_queries(anonymous, url) == few
+    assert index_queries(anonymous, url + "?page=2") == few
+
+
+def test_unapproved_reports_are_never_counted_or_shown_on_the_index(published):
+    more_publications(published, 60, published=False)
+    page = Client().get(reverse("gates:library")).content.decode()
+    assert "1 report." in page and report_rows(page) == 1

@@ -4,7 +4,9 @@ for vendor staff and customer owners, within their own organization."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -119,3 +121,51 @@ def test_creating_needs_a_csrf_token(customer_owner, customer_org):
     strict.force_login(customer_owner)
     assert create(strict, organization=customer_org.pk).status_code == 403
     assert not ApiToken.objects.exists()
+
+
+def more_tokens(user, organization, count: int) -> None:
+    for _ in range(count):
+        make_token(user, organization)
+
+
+def test_the_tokens_come_in_pages_with_their_count(client, customer_owner, customer_org):
+    more_tokens(customer_owner, customer_org, 60)
+    client.force_login(customer_owner)
+    url = reverse("gates:token-list")
+    first = client.get(url).content.decode()
+    assert "60 tokens, page 1 of 2." in first and first.count("data-token=") == 50
+    last = client.get(url + "?page=2").content.decode()
+    assert last.count("data-token=") == 10 and 'rel="prev"' in last and 'rel="next"' not in last
+    garbage = client.get(url + "?page=zzz")
+    assert garbage.status_code == 200 and garbage.content.decode().count("data-token=") == 50
+
+
+def queries_for(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def test_the_token_list_costs_the_same_queries_with_one_token_or_sixty(
+    client, customer_owner, customer_org
+):
+    more_tokens(customer_owner, customer_org, 1)
+    client.force_login(customer_owner)
+    url = reverse("gates:token-list")
+    client.get(url)  # the session's first read
+    few = queries_for(client, url)
+    more_tokens(customer_owner, customer_org, 59)
+    assert queries_for(client, url) == few
+    assert queries_for(client, url + "?page=2") == few
+
+
+def test_another_organizations_tokens_are_never_counted_or_shown(
+    client, customer_owner, customer_org, other_owner, other_customer_org
+):
+    more_tokens(customer_owner, customer_org, 2)
+    theirs = make_token(other_owner, other_customer_org)
+    more_tokens(other_owner, other_customer_org, 59)
+    client.force_login(customer_owner)
+    page = client.get(reverse("gates:token-list")).content.decode()
+    assert "2 tokens." in page and page.count("data-token=") == 2
+    assert f'data-token="{theirs.prefix}"' not in page
