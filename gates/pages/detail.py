@@ -50,9 +50,7 @@ def engagement_list(request: HttpRequest) -> HttpResponse:
     # A page of them, with the count: three queries whatever the count
     # (tests/gates/pages/test_page_queries.py); links made from one reversed pattern each,
     # as 2,500 {% url %} tags were half the page's time.
-    page = Paginator(engagements.prefetch_related("gates"), LIST_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    page = list_page(request, engagements.prefetch_related("gates"))
     gate_href, engagement_href = _href("gates:gate-detail"), _href("gates:engagement-detail")
     rows = [
         {
@@ -81,8 +79,14 @@ def engagement_list(request: HttpRequest) -> HttpResponse:
 
 
 _PK_SENTINEL = 987654321
-# Rows per page of the engagement list and of a gate's runs.
+# Rows per page of every list page (engagements, a gate's runs, hosts, tokens, the library).
 LIST_PAGE_SIZE = 50
+
+
+def list_page(request: HttpRequest, rows) -> Page:
+    """The `?page=` page of an ordered queryset; garbage is the first page, past the end the
+    last (Paginator.get_page), never a 404 or a 500."""
+    return Paginator(rows, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
 
 
 def _gate_runs_page(request: HttpRequest, gate: Gate) -> Page:
@@ -91,7 +95,7 @@ def _gate_runs_page(request: HttpRequest, gate: Gate) -> Page:
     state = request.GET.get("run_state", "")
     if state in Run.State.values:
         runs = runs.filter(state=state)
-    return Paginator(runs, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    return list_page(request, runs)
 
 
 def _href(name: str):

@@ -8,7 +8,6 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -17,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from gates import services
 from gates.errors import ServiceError
 from gates.models import ApiToken, Engagement, Organization
-from gates.pages.detail import LIST_PAGE_SIZE
+from gates.pages.detail import list_page
 from gates.tenancy import Viewer, manageable_tokens, viewer_for_request, visible
 
 SCOPE_HELP = {
@@ -83,9 +82,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
         except ServiceError as error:
             form.add_error(error.field if error.field in form.fields else None, error.detail)
     tokens = manageable_tokens(viewer).select_related("organization", "engagement", "created_by")
-    page = Paginator(tokens.order_by("-created_at", "-id"), LIST_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    page = list_page(request, tokens.order_by("-created_at", "-id"))
     context = {"form": form, "tokens": page, "page": page, "created": created}
     # The secret goes into this one response only: never a message cookie, never the session.
     context["secret"] = secret

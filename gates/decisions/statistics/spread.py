@@ -22,6 +22,11 @@ def sd_from_cv(cv_pct: float) -> float:
     return math.sqrt(2 * math.log1p((cv_pct / 100) ** 2))
 
 
+def cv_from_sd(sd_log_ratio: float) -> float:
+    """The per-arm CV (percent) that gives this sd of log(A/B): sd_from_cv's inverse."""
+    return 100 * math.sqrt(math.expm1(sd_log_ratio**2 / 2))
+
+
 def reference_noise(
     parsed: G3Terms, clause: Clause, measured: NoiseFloorContext | None
 ) -> float | None:

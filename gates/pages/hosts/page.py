@@ -9,7 +9,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.http import HttpRequest, HttpResponse
@@ -19,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from gates import services
 from gates.errors import ServiceError
 from gates.models import Host, HostCleanup, Organization, Profile, Run
-from gates.pages.detail import LIST_PAGE_SIZE
+from gates.pages.detail import list_page
 from gates.pages.hosts.forms import HostEditForm, PinForm, RegisterForm, ScanForm
 from gates.tenancy import Viewer, get_visible_or_404, viewer_for_request, visible
 
@@ -50,7 +49,7 @@ def host_list(request: HttpRequest) -> HttpResponse:
     profile = request.GET.get("profile", "")
     if profile:
         hosts = hosts.filter(profile__name=profile)  # an unknown name lists none
-    page = Paginator(hosts, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = list_page(request, hosts)
     recent = recent_runs(list(page))
     rows = [(host, recent.get(host.pk, [])) for host in page]
     context = {

@@ -8,7 +8,6 @@ from functools import wraps
 from urllib.parse import urljoin
 
 from django.conf import settings
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -21,7 +20,7 @@ from gates.decisions.claims import ClaimCheck, check_claim
 from gates.evidence import publication as publishing
 from gates.evidence import statement
 from gates.models import Claim, Publication
-from gates.pages.detail import LIST_PAGE_SIZE
+from gates.pages.detail import list_page
 from gates.pages.report import pdf
 
 WINDOW_S = 60
@@ -67,7 +66,7 @@ def _publication(slug: str) -> Publication:
 def library_index(request: HttpRequest) -> HttpResponse:
     """A page of the published reports, newest first, with their count; the claims below."""
     publications = public_publications().order_by("-published_at", "-id")
-    page = Paginator(publications, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = list_page(request, publications)
     claims = [(c, claim_status(c)) for c in Claim.objects.prefetch_related("publications")[:50]]
     context = {"publications": page, "page": page, "claims": claims}
     return render(request, "library/index.html", context)

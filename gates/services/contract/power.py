@@ -10,10 +10,10 @@ parties acknowledged it.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from gates.decisions.statistics.signing import proposals_for
+from gates.decisions.statistics.spread import cv_from_sd
 from gates.errors import ServiceError
 from gates.models import Gate, GateSpec
 from gates.selectors import gate_hours_per_repetition, spec_operating_characteristic
@@ -80,21 +80,27 @@ def spec_power_check_signing(spec: GateSpec, *, acknowledge: bool) -> dict[str, 
 
 def spec_power_acknowledged(spec: GateSpec) -> bool:
     """Both parties signed this version acknowledging it is underpowered."""
+    return _both_acknowledged(spec) is not None
+
+
+def _both_acknowledged(spec: GateSpec) -> dict | None:
+    """The latest acknowledgement (power, noise) when both parties signed this version
+    acknowledging it is underpowered, else None."""
     rows = spec.signatures.filter(digest=spec.digest, acknowledged_power__isnull=False)
-    return rows.values("party").distinct().count() == 2
+    found = list(rows.order_by("id").values_list("party", "acknowledged_power"))
+    return found[-1][1] if len({party for party, _ in found}) == 2 else None
 
 
 def spec_acknowledgement_line(spec: GateSpec) -> str:
     """For the stop-loss review: the sentence saying both parties signed this version knowing
     it was underpowered, with the power and noise they signed at; empty when they did not."""
-    rows = spec.signatures.filter(digest=spec.digest, acknowledged_power__isnull=False)
-    found = list(rows.values_list("party", "acknowledged_power"))
-    if len({party for party, _ in found}) < 2:
+    acknowledged = _both_acknowledged(spec)
+    if acknowledged is None:
         return ""
-    acknowledged = found[-1][1]
-    # The stated noise is a CV per arm; a log-ratio's sd is sqrt(2 log(1 + CV^2)) (spread.py).
-    cv_pct = 100 * math.sqrt(math.expm1(acknowledged["sd_log_ratio"] ** 2 / 2))
+    cv_pct = cv_from_sd(acknowledged["sd_log_ratio"])
     source = acknowledged["noise"]
+    # operating_characteristic words a stated noise "the spec's stated CV N % (source)": the
+    # line names the CV itself, so it keeps the source alone.
     if source.startswith("the spec's stated CV"):
         rules = spec.document.get("statistics") or {}
         source = rules.get("noise_source") or "stated in the spec"

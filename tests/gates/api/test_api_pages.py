@@ -7,12 +7,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gates import services
 from gates.models import Engagement, EvidenceKey, PartyKey
+from tests.gates.pages.test_page_queries import queries_for
 from tests.gates.test_tenancy import token_client
 
 pytestmark = pytest.mark.django_db
@@ -105,12 +104,6 @@ def make_evidence_keys(count: int) -> None:
     )
 
 
-def api_queries(client, url: str, query: dict | None = None) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url, query or {}).status_code == 200
-    return len(captured)
-
-
 @pytest.mark.parametrize("name", ["api:party-keys", "api:evidence-keys"])
 def test_the_key_lists_walk_in_pages_with_the_count_and_a_bad_limit_is_the_default(
     api, vendor_admin, vendor_org, name
@@ -134,11 +127,11 @@ def test_the_key_lists_cost_the_same_queries_with_one_key_or_sixty(
     make_evidence_keys(1)
     url = reverse(name)
     api.get(url)  # the token's first use records it
-    few = api_queries(api, url)
+    few = queries_for(api, url)
     make_party_keys(vendor_admin, vendor_org, 59)
     make_evidence_keys(59)
-    assert api_queries(api, url) == few
-    assert api_queries(api, url, {"offset": 50}) == few
+    assert queries_for(api, url) == few
+    assert queries_for(api, url + "?offset=50") == few
 
 
 def test_another_organizations_signing_keys_are_never_counted_or_listed(

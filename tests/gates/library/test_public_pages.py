@@ -11,14 +11,13 @@ from collections import deque
 
 import pytest
 from django.core.cache import caches
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gates.evidence import publication as publishing
 from gates.models import Publication
 from gates.services.claims import claim_create
+from tests.gates.pages.test_page_queries import queries_for
 
 pytestmark = pytest.mark.django_db
 
@@ -180,12 +179,6 @@ def report_rows(page: str) -> int:
     return page.count('<tr><td><a href="/library/reports/')
 
 
-def index_queries(client: Client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url).status_code == 200
-    return len(captured)
-
-
 def test_the_index_lists_the_reports_in_pages_with_their_count(published):
     more_publications(published, 59)
     anonymous, url = Client(), reverse("gates:library")
@@ -200,10 +193,10 @@ def test_the_index_lists_the_reports_in_pages_with_their_count(published):
 
 def test_the_index_costs_the_same_queries_with_one_report_or_sixty(published):
     anonymous, url = Client(), reverse("gates:library")
-    few = index_queries(anonymous, url)
+    few = queries_for(anonymous, url)
     more_publications(published, 59)
-    assert index_queries(anonymous, url) == few
-    assert index_queries(anonymous, url + "?page=2") == few
+    assert queries_for(anonymous, url) == few
+    assert queries_for(anonymous, url + "?page=2") == few
 
 
 def test_unapproved_reports_are_never_counted_or_shown_on_the_index(published):

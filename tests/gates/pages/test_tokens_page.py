@@ -4,13 +4,12 @@ for vendor staff and customer owners, within their own organization."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from gates.models import ApiToken, AuditEvent
+from tests.gates.pages.test_page_queries import queries_for
 from tests.gates.test_tenancy_matrix import make_token
 
 pytestmark = pytest.mark.django_db
@@ -138,12 +137,6 @@ def test_the_tokens_come_in_pages_with_their_count(client, customer_owner, custo
     assert last.count("data-token=") == 10 and 'rel="prev"' in last and 'rel="next"' not in last
     garbage = client.get(url + "?page=zzz")
     assert garbage.status_code == 200 and garbage.content.decode().count("data-token=") == 50
-
-
-def queries_for(client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url).status_code == 200
-    return len(captured)
 
 
 def test_the_token_list_costs_the_same_queries_with_one_token_or_sixty(

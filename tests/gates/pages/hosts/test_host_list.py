@@ -4,21 +4,13 @@ answered with a page, the same queries at one host or sixty, and a profile filte
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from gates.models import Host, Profile
 from tests.conftest import make_host
+from tests.gates.pages.test_page_queries import queries_for
 
 pytestmark = pytest.mark.django_db
-
-
-def queries_for(client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        response = client.get(url)
-    assert response.status_code == 200
-    return len(captured)
 
 
 def more_hosts(organization, count: int, start: int = 0) -> None:
