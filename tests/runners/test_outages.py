@@ -75,6 +75,19 @@ def resume(run: Run) -> Run:
     return drive(run)
 
 
+def drive_to(run: Run, settings, until) -> Run:
+    """Drive one host poll per task until `until` holds, then back to the fixture's budget. With
+    a budget of seconds a task can launch a bench and see it finish, so the test could never
+    find one running and would drive the run to its end (as CI once did)."""
+    budget, settings.TOLLGATE_TASK_BUDGET_S = settings.TOLLGATE_TASK_BUDGET_S, 0
+    try:
+        run = drive(run, until=until)
+    finally:
+        settings.TOLLGATE_TASK_BUDGET_S = budget
+    assert not run.is_ended, (run.outcome, run.reason)
+    return run
+
+
 def bench_running(run: Run) -> bool:
     return RunStep.objects.filter(
         run=run, state="started", name__contains="c=", detail__progress__launched=True
@@ -90,13 +103,15 @@ def run_dir_of(run: Run) -> Path:
 
 
 def test_g3_rides_out_an_sshd_outage_and_resumes_where_it_was(
-    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path, settings
 ):
     host = sim_host(customer_org, own_sshd, tmp_path, transport_retry_window_s=60)
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
     run = start(actor, vendor_viewer, engagement, "G3", host, g3_spec(repetitions=(4, 4)))
-    drive(run, until=lambda r: Measurement.objects.filter(run=r).exists() and bench_running(r))
+    drive_to(
+        run, settings, lambda r: Measurement.objects.filter(run=r).exists() and bench_running(r)
+    )
     done_before = dict(run.steps.filter(state="done").values_list("name", "finished_at"))
 
     own_sshd.stop()
@@ -131,14 +146,14 @@ def test_g3_rides_out_an_sshd_outage_and_resumes_where_it_was(
 
 
 def test_an_outage_past_the_window_ends_infra_error_and_the_janitor_reaps_the_orphan(
-    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path
+    actor, vendor_viewer, engagement, customer_org, own_sshd, tmp_path, settings
 ):
     host = sim_host(customer_org, own_sshd, tmp_path, transport_retry_window_s=3)
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, host)
     gate = engagement.gates.get(kind="G3")
     run = start(actor, vendor_viewer, engagement, "G3", host, g3_spec())
-    drive(run, until=bench_running)
+    drive_to(run, settings, bench_running)
     local = LocalTransport()
     (server_dir,) = [path for path in serve_dirs(run) if local.status(path).running]
 

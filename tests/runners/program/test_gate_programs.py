@@ -260,8 +260,11 @@ def test_the_reaper_ends_a_run_whose_worker_vanished_and_stops_its_host_processe
     for kind in ("G1", "G2"):
         pass_gate(actor, vendor_viewer, engagement, kind, sim_host)
     run = start(actor, vendor_viewer, engagement, "G3", sim_host, g3_spec())
-    # Stop between two tasks while something of the run is alive on the host (a server).
+    # Stop between two tasks while something of the run is alive on the host (a server): one
+    # host poll per task, so no task starts and stops a server before the test looks.
+    settings.TOLLGATE_TASK_BUDGET_S = 0
     run = drive(run, until=lambda r: r.steps.exists() and not host_processes_gone(r))
+    assert not run.is_ended, run.reason
     # The worker died: no heartbeat for longer than the limit, its claim expired.
     long_ago = timezone.now() - timedelta(seconds=settings.TOLLGATE_RUN_STALE_AFTER_S + 1)
     Run.objects.filter(pk=run.pk).update(heartbeat_at=long_ago, driver_until=None)
