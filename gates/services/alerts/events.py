@@ -17,6 +17,20 @@ GATE_VERDICT_WORDS = {
 }
 
 
+def _alert_review_opened(gate: Gate, decision: Decision) -> None:
+    words = GATE_VERDICT_WORDS.get(decision.verdict, decision.verdict)
+    alert_enqueue(
+        event="stop_loss_review",
+        key=events.decision_key(decision.pk),
+        engagement=gate.engagement,
+        gate=gate,
+        run=decision.runs.first(),
+        decision=decision,
+        subject=f"[Tollgate] {gate.engagement.title}: {gate.kind} {words} - stop-loss review",
+        context=_gate_context(gate, decision, verdict_words=words),
+    )
+
+
 def alert_gate_failed(gate: Gate, decision: Decision, failures: int, max_attempts: int) -> None:
     review = gate.stop_loss_review
     subject = f"[Tollgate] {gate.engagement.title}: {gate.kind} failed" + (
@@ -30,12 +44,19 @@ def alert_gate_failed(gate: Gate, decision: Decision, failures: int, max_attempt
         run=decision.runs.first(),
         decision=decision,
         subject=subject,
-        context=_gate_context(gate, decision, failures=failures, max_attempts=max_attempts),
+        context=_gate_context(
+            gate, decision, verdict_words="failed", failures=failures, max_attempts=max_attempts
+        ),
     )
 
 
 def alert_gate_verdict(gate: Gate, decision: Decision) -> None:
-    """Inconclusive, invalid, infra error: each switchable per engagement and per person."""
+    """Inconclusive, invalid, infra error: each switchable per engagement and per person. One
+    that spent the gate's last attempt opened the stop-loss review: that is the news, raised as
+    the review (critical, never muted), not as a verdict a person may have switched off."""
+    if gate.stop_loss_review:
+        _alert_review_opened(gate, decision)
+        return
     event = events.VERDICT_EVENTS.get(decision.verdict)
     if event is None:
         return

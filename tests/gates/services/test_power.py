@@ -131,3 +131,31 @@ def test_the_stop_loss_review_of_a_spec_signed_at_its_power_says_nothing_of_it(
     page, body = review_page_and_alert(actor, vendor_viewer, gate, client, vendor_admin)
     assert ACKNOWLEDGED not in page and ACKNOWLEDGED not in body
     assert "Attempts are spent" in body
+
+
+def test_inconclusive_attempts_that_spend_the_budget_raise_the_review_not_a_muted_verdict(
+    actor, vendor_viewer, engagement, customer_viewer
+):
+    """What the template's underpowered claims mostly end in (issue 26): two inconclusive
+    attempts. The second opens the review; its alert is the critical review (with the line
+    saying both signed it underpowered), not the switchable 'inconclusive' that says it does not
+    count, which a person may have muted."""
+    from gates.models import AlertPreference
+
+    AlertPreference.objects.create(user=customer_viewer, muted_events=["gate_inconclusive"])
+    gate = g3_at_stated_cv(actor, engagement, 10)
+    sign_as_both(gate, acknowledge_underpowered=True)
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    first = Alert.objects.get(event="gate_inconclusive")
+    assert "does not count toward stop-loss" in first.body and ACKNOWLEDGED not in first.body
+    decided_attempt(actor, vendor_viewer, gate, "inconclusive")
+    gate.refresh_from_db()
+    assert gate.stop_loss_review
+    review = Alert.objects.get(event="stop_loss_review")
+    assert review.critical and review.subject.endswith("G3 was inconclusive - stop-loss review")
+    assert "was inconclusive on spec" in review.body and "Attempts are spent" in review.body
+    assert ACKNOWLEDGED in review.body
+    assert Alert.objects.filter(event="gate_inconclusive").count() == 1  # the first one only
+    assert customer_viewer.email in review.recipients and customer_viewer.email not in (
+        first.recipients
+    )
