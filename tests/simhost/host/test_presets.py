@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.request
 
 import pytest
 
 from gates.decisions.g1 import decide_g1
 from gates.decisions.gathering import gather_g1
+from runners import adapters
 from runners.results import probe_facts
 from simhost.engine.presets import GPUS
 from simhost.host.config import HOST_PRESETS, HostConfig, resolve_host_config
 from simhost.server.args import UsageError, engine_config
 from tests.gates.decisions.test_g1 import g1_spec
-from tests.simhost.conftest import run_simhost
+from tests.simhost.conftest import run_simhost, wait_until
 
 GIB = 1 << 30
 # The GPUS entry (published figures) each preset's engine must run on.
@@ -140,3 +142,34 @@ def test_the_new_presets_smi_shows_the_real_tools_model_identity(name, tmp_path)
     # pci.ids: 1002:74a2 is the Instinct MI308X (74a1 the MI300X)
     assert {cards[f"card{i}"]["Device ID"] for i in range(8)} == {"0x74a2"}
     assert cards["card0"]["Device Name"] == "AMD Instinct MI308X"
+
+
+def test_every_preset_is_offered_by_the_command_line(tmp_path):
+    help_text = " ".join(run_simhost(["smi", "--help"], tmp_path).stdout.split())
+    assert all(name in help_text for name in PRESETS)
+
+
+def _reserved_mib(name: str, state_dir) -> set[float] | None:
+    out = run_simhost(["smi", "--host-preset", name], state_dir).stdout
+    used = {gpu["memory_used_mib"] for gpu in adapters.parse(out, tool="gpu-inventory")["gpus"]}
+    return used if min(used) > 1 else None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PRESETS)
+def test_each_preset_serves_and_its_smi_shows_the_memory_vllm_reserves(name, serve):
+    host = resolve_host_config(None, name, {})
+    offload = ["--kv-offloading-size", "64"] if host.offload_tier.present else []
+    server = serve("--host-preset", name, "--model-preset", "sim-480b-tp8", *offload)
+    body = json.dumps({"model": "sim-480b-tp8", "prompt": "hello there", "max_tokens": 4})
+    request = urllib.request.Request(
+        server.url + "/v1/completions", body.encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert json.load(response)["usage"]["completion_tokens"] == 4
+    with urllib.request.urlopen(server.url + "/metrics", timeout=10) as response:
+        scrape = adapters.parse(response.read(), tool="vllm-metrics")
+    assert scrape["cache_config"]["kv_offloading_size"] == (64.0 if offload else None)
+    used = wait_until(lambda: _reserved_mib(name, server.state_dir), 10, what="memory in smi")
+    # --gpu-memory-utilization 0.9 of each GPU, as vLLM reserves it at start
+    assert sorted(used) == [pytest.approx(0.9 * host.gpu_memory_mib, abs=1)]
