@@ -17,6 +17,9 @@ GIB = float(1 << 30)
 _NVIDIA_H100 = {
     "name": "h100x8-cpu512",
     "hostname": "simhost-h100",
+    # nvidia-smi's name and total for the H100 SXM5 80 GB; driver 550.54.15 is the R550 release
+    # that ships CUDA 12.4; 2 TB of host DRAM as the DGX H100 datasheet. The 512 GiB tier at
+    # 100 GiB/s is a choice (the demo's figures were measured with it), not a published figure.
     "gpu": {"vendor": "nvidia", "model": "NVIDIA H100 80GB HBM3", "count": 8, "memory_mib": 81559},
     "driver_version": "550.54.15",
     "cuda_version": "12.4",
@@ -34,6 +37,8 @@ _NVIDIA_H100 = {
 _AMD_MI300X = {
     "name": "mi300x8-rocm",
     "hostname": "simhost-mi300x",
+    # 192 GB HBM3 (AMD MI300X datasheet) as rocm-smi's total; the 3 TiB of host DRAM and the
+    # tier are choices, not published figures.
     "gpu": {"vendor": "amd", "model": "AMD Instinct MI300X", "count": 8, "memory_mib": 196288},
     "driver_version": "6.8.5",
     "cuda_version": None,
