@@ -11,9 +11,9 @@ from typing import Dict, List, Sequence
 
 from simhost.host.config import AMD_VIOLATIONS, ForeignProcess, HostConfig
 from simhost.host.inventory import (
-    AMD_MODEL,
     MIB,
     GpuLive,
+    amd_model,
     bus_id,
     gpu_uuid,
     power_draw,
@@ -37,9 +37,10 @@ def _rocm_card(host: HostConfig, index: int, live: GpuLive) -> Dict[str, str]:
     total = host.gpu_memory_mib * MIB
     used = int(min(live.memory_used_mib * MIB, total))
     util = str(round(live.utilization_pct))
+    model = amd_model(host.gpu_model)
     return {
         "Device Name": host.gpu_model,
-        "Device ID": AMD_MODEL.device_id,
+        "Device ID": model.device_id,
         "Device Rev": "0x00",
         "Subsystem ID": "0x74a1",
         "GUID": str(28000 + index),
@@ -49,8 +50,8 @@ def _rocm_card(host: HostConfig, index: int, live: GpuLive) -> Dict[str, str]:
         "Temperature (Sensor junction) (C)": "{:.1f}".format(temperature(live) + 5),
         "Temperature (Sensor memory) (C)": "{:.1f}".format(temperature(live)),
         "Performance Level": "auto",
-        "Max Graphics Package Power (W)": "{:.1f}".format(AMD_MODEL.power_limit_w),
-        "Average Graphics Package Power (W)": "{:.1f}".format(power_draw(AMD_MODEL, live)),
+        "Max Graphics Package Power (W)": "{:.1f}".format(model.power_limit_w),
+        "Average Graphics Package Power (W)": "{:.1f}".format(power_draw(model, live)),
         "GPU use (%)": util,
         "GPU Memory Allocated (VRAM%)": str(round(100 * used / total)),
         "GPU Memory Read/Write Activity (%)": str(round(live.utilization_pct) // 2),
@@ -68,11 +69,11 @@ def _rocm_card(host: HostConfig, index: int, live: GpuLive) -> Dict[str, str]:
         "GTT Total Memory (B)": str(int(host.host_memory_gib) << 30),
         "GTT Total Used Memory (B)": "11354112",
         "Card Series": host.gpu_model,
-        "Card Model": AMD_MODEL.device_id,
+        "Card Model": model.device_id,
         "Card Vendor": "Advanced Micro Devices, Inc. [AMD/ATI]",
         "Card SKU": "M3000100",
         "Node ID": str(index + 2),
-        "GFX Version": AMD_MODEL.compute_cap,
+        "GFX Version": model.compute_cap,
         "(Topology) Numa Node": str(index // 4),
         "(Topology) Numa Affinity": str(index // 4),
     }
@@ -101,6 +102,7 @@ def _amd_metric(host: HostConfig, index: int, live: GpuLive) -> Dict[str, object
     total = int(host.gpu_memory_mib)
     used = int(min(live.memory_used_mib, total))
     util = round(live.utilization_pct)
+    model = amd_model(host.gpu_model)
     return {
         "gpu": index,
         "usage": {
@@ -110,7 +112,7 @@ def _amd_metric(host: HostConfig, index: int, live: GpuLive) -> Dict[str, object
             "vcn_activity": [_unit(0, "%"), "N/A", "N/A", "N/A"],
         },
         "power": {
-            "socket_power": _unit(int(power_draw(AMD_MODEL, live)), "W"),
+            "socket_power": _unit(int(power_draw(model, live)), "W"),
             "gfx_voltage": "N/A",
             "soc_voltage": "N/A",
             "mem_voltage": "N/A",

@@ -2,7 +2,7 @@
 
 Owns the host config JSON format, the named presets and the lookup order
 (--host-config PATH, --host-preset NAME, $SIMHOST_HOST_CONFIG, built-in default).
-Reads one file at most; imports only the standard library.
+Reads one file at most; imports only the standard library and the presets (simhost.host.presets).
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, overload
 
+from simhost.host.presets import DEFAULT_HOST_PRESET as DEFAULT_HOST_PRESET
+from simhost.host.presets import HOST_PRESETS as HOST_PRESETS
+
 ENV_HOST_CONFIG = "SIMHOST_HOST_CONFIG"
-DEFAULT_HOST_PRESET = "h100x8-cpu512"
 
 
 class HostConfigError(ValueError):
@@ -121,55 +123,6 @@ class HostConfig:
     host_memory_gib: float
     offload_tier: OffloadTier
     gpu_health: GpuHealth = field(default_factory=GpuHealth)
-
-
-_NVIDIA_H100 = {
-    "name": "h100x8-cpu512",
-    "hostname": "simhost-h100",
-    "gpu": {"vendor": "nvidia", "model": "NVIDIA H100 80GB HBM3", "count": 8, "memory_mib": 81559},
-    "driver_version": "550.54.15",
-    "cuda_version": "12.4",
-    "rocm_version": None,
-    "vllm_version": "0.20.1",
-    "host_memory_gib": 2048.0,
-    "offload_tier": {
-        "present": True,
-        "kind": "cpu-dram",
-        "capacity_gib": 512.0,
-        "bandwidth_gib_s": 100.0,
-    },
-}
-
-HOST_PRESETS: Dict[str, Dict[str, Any]] = {
-    "h100x8-cpu512": _NVIDIA_H100,
-    "mi300x8-rocm": {
-        "name": "mi300x8-rocm",
-        "hostname": "simhost-mi300x",
-        "gpu": {"vendor": "amd", "model": "AMD Instinct MI300X", "count": 8, "memory_mib": 196288},
-        "driver_version": "6.8.5",
-        "cuda_version": None,
-        "rocm_version": "6.3.1",
-        "vllm_version": "0.20.1",
-        "host_memory_gib": 3072.0,
-        "offload_tier": {
-            "present": True,
-            "kind": "cpu-dram",
-            "capacity_gib": 512.0,
-            "bandwidth_gib_s": 100.0,
-        },
-    },
-    "h100x8-no-tier": dict(
-        _NVIDIA_H100,
-        name="h100x8-no-tier",
-        hostname="simhost-h100-notier",
-        offload_tier={
-            "present": False,
-            "kind": None,
-            "capacity_gib": None,
-            "bandwidth_gib_s": None,
-        },
-    ),
-}
 
 
 def _merge(base: Dict[str, Any], override: Mapping[str, Any]) -> Dict[str, Any]:

@@ -48,7 +48,12 @@ _NVIDIA_MODELS = {
     "A100": GpuModel("NVIDIA", "Ampere", 400.0, 58.0, "8.0", "0x20B210DE"),
 }
 _GENERIC_NVIDIA = GpuModel("NVIDIA", "Hopper", 700.0, 70.0, "9.0", "0x233010DE")
-AMD_MODEL = GpuModel("AMD", "gfx942", 750.0, 140.0, "gfx942", "0x74a1")
+# PCI device ids from pci.ids (Aqua Vanjaram 74a1 = MI300X, 74a2 = MI308X); 750 W is the
+# MI300X OAM's board power (AMD datasheet), kept for the MI308X, whose limit is not published.
+_AMD_MODELS = {
+    "MI308X": GpuModel("AMD", "gfx942", 750.0, 140.0, "gfx942", "0x74a2"),
+    "MI300X": GpuModel("AMD", "gfx942", 750.0, 140.0, "gfx942", "0x74a1"),
+}
 
 
 def nvidia_model(name: str) -> GpuModel:
@@ -56,6 +61,14 @@ def nvidia_model(name: str) -> GpuModel:
         if key in name:
             return model
     return _GENERIC_NVIDIA
+
+
+def amd_model(name: str) -> GpuModel:
+    """The AMD GPU a host config names; the MI300X when unknown."""
+    for key, model in _AMD_MODELS.items():
+        if key in name.upper():
+            return model
+    return _AMD_MODELS["MI300X"]
 
 
 def gpu_uuid(host: HostConfig, index: int) -> str:

@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from runners import adapters
+from simhost.host.config import HOST_PRESETS, resolve_host_config
 from tests.simhost.conftest import REPO, start_server
 
 pytestmark = pytest.mark.slow
@@ -78,15 +79,23 @@ def test_simhost_metrics_read_as_vllm_metrics_with_the_arm_it_runs(server):
     assert scrape["cache_config"]["kv_offloading_size"] == 64.0
 
 
-@pytest.mark.parametrize("fmt", ["nvidia-xml", "nvidia-csv", "rocm-json", "amd-smi-json"])
-def test_simhost_smi_reads_as_a_gpu_inventory(fmt):
-    preset = "mi300x8-rocm" if fmt in ("rocm-json", "amd-smi-json") else "h100x8-cpu512"
+FORMATS = {"nvidia": ["nvidia-xml", "nvidia-csv"], "amd": ["rocm-json", "amd-smi-json"]}
+PRESET_FORMATS = [
+    (name, fmt)
+    for name in sorted(HOST_PRESETS)
+    for fmt in FORMATS[resolve_host_config(None, name, {}).gpu_vendor]
+]
+
+
+@pytest.mark.parametrize(("preset", "fmt"), PRESET_FORMATS)
+def test_simhost_smi_reads_as_a_gpu_inventory(preset, fmt):
+    host = resolve_host_config(None, preset, {})
     inventory = adapters.parse(
         simhost("smi", "--host-preset", preset, "--format", fmt), tool="gpu-inventory"
     )
-    assert len(inventory["gpus"]) == 8
-    expected_mib = {"h100x8-cpu512": 81559, "mi300x8-rocm": 196288}[preset]
-    assert all(gpu["memory_total_mib"] == expected_mib for gpu in inventory["gpus"])
+    assert len(inventory["gpus"]) == host.gpu_count
+    assert all(gpu["memory_total_mib"] == host.gpu_memory_mib for gpu in inventory["gpus"])
     # `amd-smi metric` carries no product name (like the real capture); the others do.
-    assert all(gpu["name"] for gpu in inventory["gpus"]) is (fmt != "amd-smi-json")
+    names = {gpu["name"] for gpu in inventory["gpus"]}
+    assert names == ({None} if fmt == "amd-smi-json" else {host.gpu_model})
     assert json.dumps(inventory)  # strict, JSON-able
