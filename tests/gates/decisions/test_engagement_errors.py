@@ -15,7 +15,12 @@ import pytest
 from gates.decisions import EvidenceError, decide_g3
 from gates.decisions.clauses import parse_g3_spec
 from gates.decisions.statistics.boundaries import critical_values, null_t_statistics
-from gates.decisions.statistics.budget import attempt_plan, error_budget, reset_cost
+from gates.decisions.statistics.budget import (
+    attempt_plan,
+    attempt_spent,
+    error_budget,
+    reset_cost,
+)
 from gates.decisions.statistics.inference import FAIL, OPEN, PASS, clause_margins, decide_cells
 from gates.decisions.statistics.operating import operating_characteristic
 from gates.decisions.statistics.signing import repetitions_for_power, signing_check
@@ -93,14 +98,23 @@ def test_the_boundaries_realise_at_most_the_declared_level_on_fresh_null_paths(l
     assert realised >= level * 0.95  # conservative by its Monte Carlo error only, not more
 
 
-def test_the_budget_counts_every_attempt_that_reached_a_look_whatever_happened_to_it():
-    # canceled after a look, invalid after two, stopped before the first look
-    budget = error_budget(PARSED, [1, 2, 0])
+def test_the_budget_counts_every_attempt_with_a_complete_repetition_whatever_ended_it():
+    # canceled after one repetition (before the first look), invalid after 20, failed before any
+    assert PARSED.min_repetitions > 1
+    budget = error_budget(PARSED, [1, 20, 0])
     assert budget["attempts_spent"] == 2 and budget["attempts_left"] == 0
     assert budget["next_attempt"] is None
     assert budget["error_spent"] == pytest.approx(PER_SIDE)
-    fresh = error_budget(PARSED, [0, 0, 0])
+    fresh = error_budget(PARSED, [0, 0, 0])  # infrastructure failures before any data
     assert fresh["next_attempt"] == 1 and fresh["attempts_left"] == 2
+
+
+def test_peeking_and_canceling_before_the_first_look_buys_no_fresh_attempt():
+    """Watch repetitions 1..min-1, cancel when they look weak, restart: each restart spends."""
+    assert attempt_spent(1) and not attempt_spent(0)
+    peeks = list(range(1, PARSED.min_repetitions))  # canceled after 1, 2, ... repetitions
+    budget = error_budget(PARSED, peeks)
+    assert budget["attempts_spent"] == len(peeks) and budget["attempts_left"] == 0
 
 
 def test_a_reset_states_the_lifetime_error_it_adds_before_it_is_signed():
