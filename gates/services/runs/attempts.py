@@ -47,23 +47,23 @@ def gate_attempts_spent(gate: Gate) -> int:
 
 def run_spent_attempt(run: Run) -> bool:
     """Whether this run spent its attempt's share: a verdict that tested something, or, for
-    G3, an ended run with at least one complete repetition (every cell measured)."""
+    G3, one complete repetition (every cell measured), still running or however it ended: no
+    cancel gives the share back."""
     if run.rehearsal:
         return False
     if _runs_with_spending_verdicts([run.pk]):
         return True
-    if not _may_spend_unjudged(run):
+    if run.spec.document.get("gate") != "G3":
         return False
     return attempt_spent(_complete_repetitions([run]).get(run.pk, 0))
 
 
 def run_attempt_at_cancel(run: Run) -> dict[str, bool]:
     """For the audit trail of a cancel: whether the G3 run spends its attempt, as it stands
-    now (counted, and one complete repetition measured); nothing for other kinds."""
+    now; nothing for other kinds."""
     if run.spec.document.get("gate") != "G3":
         return {}
-    measured = attempt_spent(_complete_repetitions([run]).get(run.pk, 0))
-    return {"attempt_spent": measured and not run.rehearsal}
+    return {"attempt_spent": run_spent_attempt(run)}
 
 
 def _may_spend_unjudged(run: Run) -> bool:
