@@ -54,7 +54,8 @@ class RunSerializer(serializers.ModelSerializer):
     log_tail = serializers.SerializerMethodField()
     spent_attempt = serializers.SerializerMethodField(
         help_text="Whether this run spent its attempt's share of the gate's error budget: a "
-        "verdict that tested something, or a run past its first look, canceled or not."
+        "verdict that tested something, or, for G3, one complete repetition (every arm and tier "
+        "measured), while the run goes on or however it ended: a cancel does not give it back."
     )
 
     profile = RunProfileSerializer(source="profile_summary", read_only=True, allow_null=True)

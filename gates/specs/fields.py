@@ -141,7 +141,9 @@ DESCRIPTIONS: dict[str, str] = {
     "Left out (specs written before it): each attempt decides at the full confidence, with no "
     "cap on attempts.",
     "statistics.attempts": "Attempts the error budget is split over; a run beyond them is "
-    "refused (`409 attempts_spent`). Left out: 1 share per attempt, no cap.",
+    "refused (`409 attempts_spent`). A run spends its attempt with a verdict, or, however it "
+    "ended (canceled too), with its first complete repetition. Left out: 1 share per attempt, "
+    "no cap.",
     "statistics.sd_floor": "The least spread of a cell's log-ratios the engine assumes (the "
     "measurement resolution; 0.01 is about 1 %), or the G2 A/A spread when larger. Left out: 0.",
     "statistics.noise_cv_pct": "The noise (coefficient of variation, percent) to assume for "

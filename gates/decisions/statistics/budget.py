@@ -1,11 +1,13 @@
 """One error budget per G3 gate for the whole engagement, and what it gives under cancels and
-resets. Rule: an attempt whose run reached its first planned look (its repetitions existed,
-so an interim result could be seen) spends its whole share (1 - confidence) / attempts,
-whatever happened to the run afterwards (pass, fail, inconclusive, canceled, invalid,
-infra_error); an attempt stopped before its first look spends nothing (it decided nothing and
-its data enter no later attempt). So at most `attempts` attempts can ever pass or fail, and the
-engagement's false pass (and false fail) is at most the spec's one-sided budget, under any
-cancel policy; each signed stop-loss reset opens `attempts` more and adds one budget.
+resets. Rule: an attempt whose run has one complete repetition (every cell measured, so its
+interim numbers could be seen) spends its whole share (1 - confidence) / attempts, whatever
+happened to the run afterwards (pass, fail, inconclusive, canceled, invalid, infra_error); an
+attempt stopped before any complete repetition spends nothing (no data was seen, and none
+enters a later attempt). Charging only from the first look would let a team watch repetitions
+1..min-1, cancel when they look weak and restart for free. So at most `attempts` attempts can
+ever pass or fail, and the engagement's false pass (and false fail) is at most the spec's
+one-sided budget, under any cancel policy; each signed stop-loss reset opens `attempts` more
+and adds one budget.
 Pure: plain numbers in, typed documents out; imports no Django.
 """
 
@@ -36,25 +38,22 @@ POLICIES = {
 }
 
 
-def attempt_spent(looks_reached: int) -> bool:
-    """Whether an attempt whose run reached `looks_reached` planned looks spent its share."""
-    return looks_reached >= 1
+def attempt_spent(complete_repetitions: int) -> bool:
+    """Whether an attempt whose run has `complete_repetitions` (every cell measured) spent its
+    share: from its first one, before the first look too, since interim numbers are visible."""
+    return complete_repetitions >= 1
 
 
-def looks_reached(min_repetitions: int, max_repetitions: int, complete_repetitions: int) -> int:
-    """How many of the attempt's planned looks its complete repetitions (every cell measured)
-    reached: what `attempt_spent` judges a run by, whatever ended it."""
-    plan = SequentialPlan(min_repetitions, max_repetitions, confidence=0.95)  # looks only
-    return sum(look <= complete_repetitions for look in plan.looks)
-
-
-def error_budget(parsed: G3Terms, looks_reached: Sequence[int], resets: int = 0) -> ErrorBudget:
-    """Where the gate's budget stands: `looks_reached` holds one entry per past attempt of the
-    gate (every run, canceled ones too), `resets` the signed stop-loss resets. `next_attempt`
-    is what the engine's `context.attempt` must say for the next run (None: none left)."""
+def error_budget(
+    parsed: G3Terms, complete_repetitions: Sequence[int], resets: int = 0
+) -> ErrorBudget:
+    """Where the gate's budget stands: `complete_repetitions` holds one entry per past attempt
+    of the gate (every run, canceled ones too), `resets` the signed stop-loss resets.
+    `next_attempt` is what the engine's `context.attempt` must say for the next run (None:
+    none left)."""
     per_side = (1 - parsed.confidence) / 2
     attempts = parsed.statistics.attempts
-    spent = sum(attempt_spent(count) for count in looks_reached)
+    spent = sum(attempt_spent(count) for count in complete_repetitions)
     allowed = attempts * (1 + resets)
     left = max(0, allowed - spent)
     in_window = spent - attempts * resets

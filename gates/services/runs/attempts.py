@@ -4,10 +4,11 @@ is gates.services.contract.power.
 
 The spec splits its error budget across `statistics.attempts` (docs/decisions.md), and the
 rule is the engine's (`gates.decisions.statistics.budget`): an attempt spends its share once it
-reached a clause verdict (pass, fail or inconclusive), or once its run reached its first planned
-look whatever ended it afterwards (canceled, invalid, infra_error): its interim data could be
-seen, so a cancel must not buy a fresh draw. A run stopped before its first look tested nothing
-and spends nothing. A rehearsal (a run on a version not yet signed by both parties) counts for
+reached a clause verdict (pass, fail or inconclusive), or once its run has one complete
+repetition whatever ended it afterwards (canceled, invalid, infra_error, reaped): measurements
+are shown as the run goes, so a cancel on weak interim numbers, before the first look too, must
+not buy a fresh draw. A run that ended with no complete repetition showed no data and spends
+nothing. A rehearsal (a run on a version not yet signed by both parties) counts for
 nothing, so it spends nothing: its data never feeds a counted verdict. A signed stop-loss reset
 starts the count again.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from django.db.models import Count
 
-from gates.decisions.statistics.budget import attempt_spent, looks_reached
+from gates.decisions.statistics.budget import attempt_spent
 from gates.errors import ServiceError
 from gates.models import Decision, Gate, Measurement, Run, Verdict
 from gates.selectors import engagement_noise_floor, gate_last_reset_at
@@ -40,38 +41,33 @@ def gate_attempts_spent(gate: Gate) -> int:
     judged = [run for run in runs if run.pk not in decided and _may_spend_unjudged(run)]
     complete = _complete_repetitions(judged)
     return len(decided & {run.pk for run in runs}) + sum(
-        _reached_first_look(run, complete.get(run.pk, 0)) for run in judged
+        attempt_spent(complete.get(run.pk, 0)) for run in judged
     )
 
 
 def run_spent_attempt(run: Run) -> bool:
     """Whether this run spent its attempt's share: a verdict that tested something, or, for
-    G3, an ended run whose complete repetitions reached the spec's first look."""
+    G3, one complete repetition (every cell measured), still running or however it ended: no
+    cancel gives the share back."""
     if run.rehearsal:
         return False
     if _runs_with_spending_verdicts([run.pk]):
         return True
-    if not _may_spend_unjudged(run):
+    if run.spec.document.get("gate") != "G3":
         return False
-    return _reached_first_look(run, _complete_repetitions([run]).get(run.pk, 0))
+    return attempt_spent(_complete_repetitions([run]).get(run.pk, 0))
 
 
 def run_attempt_at_cancel(run: Run) -> dict[str, bool]:
     """For the audit trail of a cancel: whether the G3 run spends its attempt, as it stands
-    now (counted, and its complete repetitions reached the first look); nothing for other kinds."""
+    now; nothing for other kinds."""
     if run.spec.document.get("gate") != "G3":
         return {}
-    reached = _reached_first_look(run, _complete_repetitions([run]).get(run.pk, 0))
-    return {"attempt_spent": reached and not run.rehearsal}
+    return {"attempt_spent": run_spent_attempt(run)}
 
 
 def _may_spend_unjudged(run: Run) -> bool:
     return run.state in Run.ENDED and run.spec.document.get("gate") == "G3"
-
-
-def _reached_first_look(run: Run, complete: int) -> bool:
-    repetitions = run.spec.document["repetitions"]
-    return attempt_spent(looks_reached(repetitions["min"], repetitions["max"], complete))
 
 
 def _runs_with_spending_verdicts(run_ids: list[int]) -> set[int]:

@@ -228,7 +228,7 @@ MIN_CANCEL_REASON_CHARS = 10
 
 def run_cancel(*, actor: Actor, viewer: Viewer, run: Run, reason: str) -> Run:
     """Cancel a run, saying why: a queued run ends at once; a running one is stopped by its
-    worker. A G3 run that reached its first look has spent its attempt's share of the error
+    worker. A G3 run with a complete repetition has spent its attempt's share of the error
     budget all the same (gates.services.runs.attempts), and its repetitions stay on record."""
     if not viewer.can("run.cancel"):
         raise NotAllowedError("you may not cancel runs")
@@ -392,7 +392,7 @@ def _gate_after_run_without_verdict(gate: Gate) -> None:
         return
     decided_before = gate.decisions.filter(kind=Decision.Kind.ENGINE, rehearsal=False).exists()
     gate_move(gate, Gate.State.DECIDED if decided_before else Gate.State.READY)
-    # A canceled or broken G3 run past its first look spent an attempt: the last one spent
+    # A canceled or broken G3 run with a complete repetition spent an attempt: the last one spent
     # without a pass opens stop-loss review as a spent inconclusive does.
     if not gate.stop_loss_review and gate_attempts_exhausted(gate, gate.current_spec.document):
         gate.stop_loss_review = True

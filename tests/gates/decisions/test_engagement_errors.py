@@ -13,12 +13,23 @@ import numpy as np
 import pytest
 
 from gates.decisions import EvidenceError, decide_g3
-from gates.decisions.clauses import parse_g3_spec
+from gates.decisions.clauses import log_ratio_terms, parse_g3_spec
 from gates.decisions.statistics.boundaries import critical_values, null_t_statistics
-from gates.decisions.statistics.budget import attempt_plan, error_budget, reset_cost
+from gates.decisions.statistics.budget import (
+    attempt_plan,
+    attempt_spent,
+    error_budget,
+    reset_cost,
+)
 from gates.decisions.statistics.inference import FAIL, OPEN, PASS, clause_margins, decide_cells
-from gates.decisions.statistics.operating import operating_characteristic
+from gates.decisions.statistics.operating import cell_floors, gate_plan, operating_characteristic
 from gates.decisions.statistics.signing import repetitions_for_power, signing_check
+from gates.decisions.statistics.simulation import (
+    cells_of,
+    draw_margins,
+    gate_outcome,
+    summarize_draw,
+)
 from gates.decisions.statistics.spread import sd_from_cv
 from gates.specs.validation import default_spec
 from tests.gates.decisions.test_g3 import CONTEXT, g3_spec, measurement, paired
@@ -93,14 +104,23 @@ def test_the_boundaries_realise_at_most_the_declared_level_on_fresh_null_paths(l
     assert realised >= level * 0.95  # conservative by its Monte Carlo error only, not more
 
 
-def test_the_budget_counts_every_attempt_that_reached_a_look_whatever_happened_to_it():
-    # canceled after a look, invalid after two, stopped before the first look
-    budget = error_budget(PARSED, [1, 2, 0])
+def test_the_budget_counts_every_attempt_with_a_complete_repetition_whatever_ended_it():
+    # canceled after one repetition (before the first look), invalid after 20, failed before any
+    assert PARSED.min_repetitions > 1
+    budget = error_budget(PARSED, [1, 20, 0])
     assert budget["attempts_spent"] == 2 and budget["attempts_left"] == 0
     assert budget["next_attempt"] is None
     assert budget["error_spent"] == pytest.approx(PER_SIDE)
-    fresh = error_budget(PARSED, [0, 0, 0])
+    fresh = error_budget(PARSED, [0, 0, 0])  # infrastructure failures before any data
     assert fresh["next_attempt"] == 1 and fresh["attempts_left"] == 2
+
+
+def test_peeking_and_canceling_before_the_first_look_buys_no_fresh_attempt():
+    """Watch repetitions 1..min-1, cancel when they look weak, restart: each restart spends."""
+    assert attempt_spent(1) and not attempt_spent(0)
+    peeks = list(range(1, PARSED.min_repetitions))  # canceled after 1, 2, ... repetitions
+    budget = error_budget(PARSED, peeks)
+    assert budget["attempts_spent"] == len(peeks) and budget["attempts_left"] == 0
 
 
 def test_a_reset_states_the_lifetime_error_it_adds_before_it_is_signed():
@@ -232,3 +252,58 @@ def test_the_lifetime_rows_model_carrying_and_stay_within_the_declared_rate():
     # Canceling after the first look leaves nothing inconclusive to carry: nothing changes.
     canceled = by[("one cell at its bar", "cancel_after_first_look")]
     assert canceled["pass"] == 0.0 and canceled["attempts"] == pytest.approx(2.0)
+
+
+PEEK = 2  # repetitions a team watches before it decides to cancel (the first look is at 8)
+
+
+Try = tuple[np.ndarray, np.ndarray, np.ndarray]  # per gate: passed, failed, ran on
+
+
+def peeked_tries(tries: int, gates: int, seed: int) -> list[Try]:
+    """`tries` fresh attempts of the template at its stated noise, one cell at its bar and the
+    others certain to pass: per gate, passed, failed, and whether the at-bar cell's mean over
+    its first PEEK repetitions is in its top quarter (the team runs on only then)."""
+    parsed = log_ratio_terms(PARSED)
+    sd = sd_from_cv(TEMPLATE["statistics"]["noise_cv_pct"])
+    plan, floors = gate_plan(parsed), cell_floors(parsed, None)
+    margins = np.full(len(cells_of(parsed)), 10 * sd)
+    margins[0] = 0.0
+    rng = np.random.default_rng(seed)
+    found = []
+    for _ in range(tries):
+        noise = draw_margins(parsed, plan.max_repetitions, sd, gates, rng)
+        outcome = gate_outcome(
+            summarize_draw(parsed, noise, plan).walk(margins, plan, floors), plan
+        )
+        # The peek's mean has sd sd / sqrt(PEEK); its upper quartile starts at 0.674 of that.
+        liked = noise[:, 0, :PEEK].mean(axis=1) > 0.674 * sd / math.sqrt(PEEK)
+        found.append((outcome.passed & liked, outcome.failed & liked, liked))
+    return found
+
+
+def ever_passed(tries: list[Try], *, cancels_spend: bool) -> float:
+    """A team that cancels every attempt it did not like at the peek and starts another: with
+    `cancels_spend` each start spends an attempt; without, only the attempts it ran on do."""
+    attempts = PARSED.statistics.attempts
+    gates = tries[0][0].size
+    ever, spent = np.zeros(gates, dtype=bool), np.zeros(gates, dtype=int)
+    for passed, failed, liked in tries:
+        trying = ~ever & (spent < attempts)
+        ever |= trying & passed
+        spent += trying & (liked | cancels_spend)
+        spent[trying & failed] = attempts  # a fail ends the gate
+    return float(ever.mean())
+
+
+def test_canceling_weak_interim_repetitions_before_the_first_look_buys_no_pass():
+    """The exploit of issue 26 item 2, at the template's stated noise with one cell at its bar:
+    were a cancel before the first look free, watching 2 repetitions and restarting every run
+    that did not look good would pass far beyond the declared 5 % (by 10 of its sd); since
+    every attempt with a complete repetition spends, the same team stays within it."""
+    assert attempt_spent(PEEK) and PARSED.min_repetitions > PEEK
+    gates = 10_000
+    tries = peeked_tries(12, gates, seed=2602)
+    honest_bound = PER_SIDE + three_sd(PER_SIDE, gates)
+    assert ever_passed(tries, cancels_spend=True) <= honest_bound  # measured 2.4 %
+    assert ever_passed(tries, cancels_spend=False) > honest_bound  # 8.6 %: the rule matters

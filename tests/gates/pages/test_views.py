@@ -6,6 +6,8 @@ from django.urls import reverse
 from gates import services
 from gates.models import AuditEvent, Gate, Run
 from tests.contract import sign_as_both
+from tests.gates.services.test_attempts import measured_repetitions, ready_g3, upload
+from tests.gates.test_tenancy import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -241,3 +243,23 @@ def test_the_run_page_shows_a_repetition_set_aside_with_its_reason(
     client.force_login(vendor_admin)
     page = client.get(reverse("gates:run-detail", args=[run.pk])).content.decode()
     assert "repetition 3: " + why in page and "step check skipped for offload" in page
+
+
+def test_the_cancel_form_and_the_api_say_whether_the_g3_attempt_is_spent_before_a_cancel(
+    client, vendor_admin, vendor_org, actor, vendor_viewer, engagement
+):
+    gate = ready_g3(engagement)
+    run = upload(actor, vendor_viewer, gate)
+    client.force_login(vendor_admin)
+    url = reverse("gates:run-detail", args=[run.pk])
+    page = client.get(url).content.decode()
+    assert "canceling now spends nothing" in page and "stays spent" not in page
+    measured_repetitions(run, 1)  # one complete repetition, long before the first look
+    page = client.get(url).content.decode()
+    assert "does not give the share back" in page and 'stays spent.">' in page
+    api = token_client(vendor_admin, vendor_org, scopes=["read"])
+    record = api.get(reverse("api:run-detail", args=[run.pk])).json()
+    assert record["state"] == "running" and record["spent_attempt"] is True
+    services.run_cancel(actor=actor, viewer=vendor_viewer, run=run, reason="numbers look weak")
+    page = client.get(url).content.decode()
+    assert "This run spent attempt 1's share" in page and 'id="cancel-reason"' not in page

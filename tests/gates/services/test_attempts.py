@@ -28,19 +28,29 @@ from tests.gates.test_tenancy import token_client
 pytestmark = pytest.mark.django_db
 
 
-def decided_attempt(actor, viewer, gate: Gate, verdict: str) -> None:
-    run = services.run_create(
-        actor=actor, viewer=viewer, gate=gate, host=None, source=Run.Source.UPLOAD
+def ready_g3(engagement, *, signed: bool = True) -> Gate:
+    gate = engagement.gates.get(kind="G3")
+    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    if signed:  # a run on an unsigned version is a rehearsal
+        sign_as_both(gate)
+    return gate
+
+
+def upload(actor, viewer, gate, host=None) -> Run:
+    return services.run_create(
+        actor=actor, viewer=viewer, gate=gate, host=host, source=Run.Source.UPLOAD
     )
+
+
+def decided_attempt(actor, viewer, gate: Gate, verdict: str) -> None:
+    run = upload(actor, viewer, gate)
     services.decision_record(run_id=run.pk, result={"verdict": verdict, "clauses": []})
 
 
 def test_verdict_bearing_attempts_count_and_tell_the_engine_which_attempt_is_next(
     actor, vendor_viewer, engagement
 ):
-    gate = engagement.gates.get(kind="G3")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
-    sign_as_both(gate)
+    gate = ready_g3(engagement)
     assert g3_decision_context(gate) == {"attempt": 1, "noise_floor": None}
     decided_attempt(actor, vendor_viewer, gate, "invalid")  # tested nothing: spends nothing
     assert gate_attempts_spent(gate) == 0
@@ -51,9 +61,7 @@ def test_verdict_bearing_attempts_count_and_tell_the_engine_which_attempt_is_nex
 def test_spending_the_last_attempt_without_a_pass_opens_review_and_refuses_another_run(
     actor, vendor_viewer, engagement
 ):
-    gate = engagement.gates.get(kind="G3")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
-    sign_as_both(gate)
+    gate = ready_g3(engagement)
     assert gate.current_spec.document["statistics"]["attempts"] == 2
     decided_attempt(actor, vendor_viewer, gate, "inconclusive")
     gate.refresh_from_db()
@@ -73,8 +81,7 @@ def test_spending_the_last_attempt_without_a_pass_opens_review_and_refuses_anoth
 
 def test_a_rehearsal_spends_no_attempt(actor, vendor_viewer, engagement):
     """A run on a version not signed by both counts for nothing, so it spends nothing."""
-    gate = engagement.gates.get(kind="G3")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    gate = ready_g3(engagement, signed=False)
     decided_attempt(actor, vendor_viewer, gate, "inconclusive")
     assert gate.runs.get().rehearsal
     assert gate_attempts_spent(gate) == 0
@@ -84,8 +91,7 @@ def test_a_rehearsal_spends_no_attempt(actor, vendor_viewer, engagement):
 def test_a_spec_that_requires_power_it_cannot_reach_refuses_the_run_and_writes_nothing(
     actor, vendor_viewer, engagement
 ):
-    gate = engagement.gates.get(kind="G3")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    gate = ready_g3(engagement, signed=False)
     document = gate.current_spec.document
     # Claims on their bars (power cannot exceed the error rate there) at a 10 % noise: the
     # shipped template's claims clear their bars, so this spec is made underpowered on purpose.
@@ -126,45 +132,70 @@ def measured_repetitions(run: Run, repetitions: int) -> None:
                 )
 
 
-def canceled_attempt(actor, viewer, gate: Gate, repetitions: int) -> Run:
-    run = services.run_create(
-        actor=actor, viewer=viewer, gate=gate, host=None, source=Run.Source.UPLOAD
-    )
+def ended_attempt(actor, viewer, gate: Gate, repetitions: int, end: str = "cancel") -> Run:
+    """A run with `repetitions` complete, then canceled or failed with the outcome `end`."""
+    run = upload(actor, viewer, gate)
     measured_repetitions(run, repetitions)
-    services.run_cancel(actor=actor, viewer=viewer, run=run, reason="the interim looked weak")
+    if end == "cancel":
+        services.run_cancel(actor=actor, viewer=viewer, run=run, reason="the interim looked weak")
+    else:
+        services.run_fail(run_id=run.pk, outcome=end, reason="the host went away")
     run.refresh_from_db()
     return run
 
 
-def test_a_cancel_after_the_first_look_spends_the_attempt_and_one_before_it_does_not(
+@pytest.mark.parametrize(
+    ("repetitions", "end", "spent"),
+    [
+        (0, "cancel", False),  # no data seen: nothing to act on, nothing spent
+        (1, "cancel", True),  # one repetition, before the first look: its numbers were visible
+        (0, Run.Outcome.INFRA_ERROR, False),  # an infrastructure failure before any data
+        (1, Run.Outcome.INFRA_ERROR, True),
+    ],
+)
+def test_an_ended_run_spends_its_attempt_from_its_first_complete_repetition(
+    actor, vendor_viewer, engagement, repetitions, end, spent
+):
+    """Canceling when the interim numbers look weak, before the first look too, must not buy
+    a fresh draw (issue 26)."""
+    gate = ready_g3(engagement)
+    assert gate.current_spec.document["repetitions"]["min"] > repetitions  # before the look
+    run = ended_attempt(actor, vendor_viewer, gate, repetitions, end)
+    assert run.is_ended and not run.rehearsal  # its repetitions stay on record:
+    assert run.measurements.values("repetition").distinct().count() == repetitions
+    assert services.run_spent_attempt(run) is spent and gate_attempts_spent(gate) == int(spent)
+    assert g3_decision_context(gate)["attempt"] == 1 + spent
+
+
+def test_a_cancel_records_whether_it_spent_the_attempt_and_a_partial_repetition_does_not(
     actor, vendor_viewer, engagement
 ):
-    """Canceling when the interim result looks weak must not buy a fresh draw (issue 26)."""
-    gate = engagement.gates.get(kind="G3")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
-    sign_as_both(gate)
-    first_look = gate.current_spec.document["repetitions"]["min"]
-    early = canceled_attempt(actor, vendor_viewer, gate, first_look - 1)
-    assert early.state == Run.State.CANCELED and "the interim looked weak" in early.reason
-    assert not services.run_spent_attempt(early) and gate_attempts_spent(gate) == 0
-    assert early.measurements.count() > 0  # its repetitions stay on record
-    late = canceled_attempt(actor, vendor_viewer, gate, first_look)
-    assert services.run_spent_attempt(late) and gate_attempts_spent(gate) == 1
-    assert g3_decision_context(gate)["attempt"] == 2
-    # The audit trail says so at the cancel, for the audit log's sentence.
+    gate = ready_g3(engagement)
+    partial = upload(actor, vendor_viewer, gate)
+    measured_repetitions(partial, 1)
+    partial.measurements.first().delete()  # one cell of repetition 1 never measured
+    services.run_cancel(actor=actor, viewer=vendor_viewer, run=partial, reason="host rebooted")
+    ended_attempt(actor, vendor_viewer, gate, 1)
     cancels = AuditEvent.objects.filter(action="run.cancel").order_by("id")
     assert [event.detail["attempt_spent"] for event in cancels] == [False, True]
+    assert gate_attempts_spent(gate) == 1
 
 
-def test_canceling_the_last_attempt_past_its_look_opens_review_and_refuses_another_run(
+def test_a_rehearsal_never_spends_its_attempt_however_it_ends(actor, vendor_viewer, engagement):
+    gate = ready_g3(engagement, signed=False)
+    canceled = ended_attempt(actor, vendor_viewer, gate, 2)
+    failed = ended_attempt(actor, vendor_viewer, gate, 2, Run.Outcome.INFRA_ERROR)
+    assert canceled.rehearsal and failed.rehearsal and gate_attempts_spent(gate) == 0
+    assert not services.run_spent_attempt(canceled) and not services.run_spent_attempt(failed)
+    assert AuditEvent.objects.get(action="run.cancel").detail["attempt_spent"] is False
+
+
+def test_canceling_the_last_attempt_after_a_repetition_opens_review_and_refuses_another_run(
     actor, vendor_viewer, engagement
 ):
-    gate = engagement.gates.get(kind="G3")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
-    sign_as_both(gate)
-    first_look = gate.current_spec.document["repetitions"]["min"]
+    gate = ready_g3(engagement)
     decided_attempt(actor, vendor_viewer, gate, "inconclusive")
-    canceled_attempt(actor, vendor_viewer, gate, first_look)
+    ended_attempt(actor, vendor_viewer, gate, 1)  # before the first look: spent all the same
     gate.refresh_from_db()
     assert gate.stop_loss_review
     with pytest.raises(AttemptsSpentError):
@@ -172,8 +203,7 @@ def test_canceling_the_last_attempt_past_its_look_opens_review_and_refuses_anoth
 
 
 def test_a_cancel_without_a_reason_is_refused_and_changes_nothing(actor, vendor_viewer, engagement):
-    gate = engagement.gates.get(kind="G3")
-    Gate.objects.filter(pk=gate.pk).update(state=Gate.State.READY)
+    gate = ready_g3(engagement, signed=False)
     run = services.run_create(
         actor=actor, viewer=vendor_viewer, gate=gate, host=None, source=Run.Source.UPLOAD
     )
@@ -209,12 +239,6 @@ def measured(run: Run, ratios: dict[int, float]) -> None:
                 repetition=repetition,
                 metrics={"ttft_ms": {"median": ttft}, "failed": 0, "completed": 64},
             )
-
-
-def upload(actor, viewer, gate, host=None) -> Run:
-    return services.run_create(
-        actor=actor, viewer=viewer, gate=gate, host=host, source=Run.Source.UPLOAD
-    )
 
 
 def test_an_inconclusive_attempt_carries_its_repetitions_and_the_next_decides_on_the_union(
