@@ -279,3 +279,60 @@ def test_the_offload_arms_commands_pass_vllms_own_argument_parser(venv, tiny_mod
         )
         assert result.returncode == 0, result.stderr[-2000:]
         assert f"kv_offloading_backend={backend}" in result.stdout, result.stdout
+
+
+# The vLLM-engine profiles whose offload tier is another vendor's connector: what each offload
+# line must make vLLM read (its connector, and whether vLLM ships it or imports it from a path).
+CONNECTOR_PROFILES = {
+    "vllm-mooncake": ("MooncakeStoreConnector", True, None),
+    "vllm-kvbm": ("DynamoConnector", False, "kvbm.vllm_integration.connector"),
+}
+
+
+def vllm_serve_words(argv: list[str]) -> list[str]:
+    """The words after `vllm serve` of a profile's line (an `env VAR=value ...` prefix skipped)."""
+    start = argv.index("vllm")
+    assert argv[start + 1] == "serve", argv
+    return argv[start + 2 :]
+
+
+def parsed_by_vllm(venv: Path, argv: list[str]) -> dict[str, str]:
+    script = Path(__file__).with_name("vllm_args_check.py")
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), str(script), *vllm_serve_words(argv)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+
+
+@pytest.mark.parametrize("name", sorted(CONNECTOR_PROFILES))
+def test_the_connector_profiles_lines_pass_vllms_parser_naming_a_connector_it_can_load(
+    venv, tiny_model, name
+):
+    """vllm-mooncake's and vllm-kvbm's three arms parse with vLLM's own parser; the offload arm's
+    --kv-transfer-config names a connector vLLM registers (Mooncake's store) or the module it
+    loads one from (KVBM ships its own), and the baselines carry no connector at all."""
+    from runners.commands import fill
+
+    profile = next(d for d in builtin_profile_documents() if d["name"] == name)
+    values = {
+        **profile["parameters"],
+        "model": "tiny-llama",
+        "model_path": str(tiny_model),
+        "tensor_parallel_size": 1,
+        "max_model_len": 1024,
+        "mooncake_config_path": "/etc/mooncake/store.json",
+    }
+    connector, shipped, module_path = CONNECTOR_PROFILES[name]
+    offload = parsed_by_vllm(venv, fill(profile["commands"]["serve"]["offload"], values))
+    assert offload["kv_connector"] == connector, offload
+    assert offload["kv_connector_registered"] == str(shipped), offload
+    assert offload["kv_connector_module_path"] == str(module_path), offload
+    assert offload["kv_role"] == "kv_both" and offload["prefix_caching"] == "True"
+    for arm, caching in (("resident", "True"), ("recompute", "False")):
+        baseline = parsed_by_vllm(venv, fill(profile["commands"]["serve"][arm], values))
+        assert baseline["kv_connector"] == "None", (arm, baseline)
+        assert baseline["prefix_caching"] == caching, (arm, baseline)

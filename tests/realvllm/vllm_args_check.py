@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from vllm.config import CacheConfig, KVTransferConfig, VllmConfig
+from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
 from vllm.engine.arg_utils import AsyncEngineArgs
 from vllm.entrypoints.launchers.cli_args import make_arg_parser
 from vllm.utils.argparse_utils import FlexibleArgumentParser
@@ -25,16 +26,23 @@ def main(argv: list[str]) -> int:
         kv_offloading_size=engine.kv_offloading_size,
         kv_offloading_backend=engine.kv_offloading_backend,
     )
-    # The expansion VllmConfig applies to the two top-level flags, on a config of its own.
+    # The expansion VllmConfig applies to the two top-level flags (or the --kv-transfer-config
+    # given, which vLLM has already validated into its config class), on a config of its own.
     config = VllmConfig.__new__(VllmConfig)
     object.__setattr__(config, "cache_config", cache)
-    object.__setattr__(config, "kv_transfer_config", None)
+    object.__setattr__(config, "kv_transfer_config", engine.kv_transfer_config)
     VllmConfig._post_init_kv_transfer_config(config)
     transfer: KVTransferConfig | None = config.kv_transfer_config
     print(f"kv_offloading_backend={cache.kv_offloading_backend}")
     print(f"kv_offloading_size={cache.kv_offloading_size}")
     print(f"prefix_caching={cache.enable_prefix_caching}")
     print(f"kv_connector={transfer.kv_connector if transfer else None}")
+    if transfer is not None:
+        # A connector vLLM ships is one its factory registered; an outside one (Dynamo's KVBM)
+        # names the module vLLM imports it from.
+        print(f"kv_connector_registered={transfer.kv_connector in KVConnectorFactory._registry}")
+        print(f"kv_connector_module_path={transfer.kv_connector_module_path}")
+        print(f"kv_role={transfer.kv_role}")
     return 0
 
 
