@@ -22,7 +22,6 @@ from gates.decisions.clauses import G3Terms
 from gates.decisions.statistics.inference import SequentialPlan
 from gates.decisions.statistics.simulation import (
     GateOutcome,
-    draw_gate,
     draw_margins,
     gate_outcome,
     summarize_draw,
@@ -34,6 +33,8 @@ POLICIES = {
     "cancel_after_first_look": "cancel every attempt still open after its first look, re-run",
     "cancel_when_weak": "cancel an attempt whose interim estimate at the first look is on the "
     "failing side for any cell, re-run",
+    "cancel_before_first_look": "cancel an attempt whose first complete repetition is on the "
+    "failing side for any cell (before the first look: it spends the attempt), re-run",
     "one_reset": "re-run every inconclusive attempt, and sign one stop-loss reset",
 }
 
@@ -121,7 +122,7 @@ def lifetime_rows(
             # One stream of repetitions per gate: attempt k's own are block k, and a carrying
             # attempt also reads the blocks of the inconclusive chain before it.
             stream = draw_margins(parsed, 2 * attempts * plan.max_repetitions, sd, gates, rng)
-            judged: dict[tuple[int, int], tuple[GateOutcome, np.ndarray]] = {}
+            judged: dict[tuple[int, int], tuple[GateOutcome, np.ndarray, np.ndarray]] = {}
         else:
             tries = [
                 _fresh_try(parsed, plan, sd, gates, rng, margins, floors)
@@ -161,21 +162,34 @@ def _fresh_try(
     rng: np.random.Generator,
     margins: np.ndarray,
     floors: np.ndarray,
-) -> tuple[GateOutcome, np.ndarray]:
-    """One attempt on new repetitions: its outcome, and which gates look weak at the first look
-    (some cell's interim estimate on the failing side)."""
-    draw = draw_gate(parsed, plan, sd, gates, rng)
+) -> tuple[GateOutcome, np.ndarray, np.ndarray]:
+    """One attempt on new repetitions: its outcome, which gates look weak at the first look
+    (some cell's interim estimate on the failing side), and which after its first repetition."""
+    noise = draw_margins(parsed, plan.max_repetitions, sd, gates, rng)  # as draw_gate draws them
+    draw = summarize_draw(parsed, noise, plan)
     found = gate_outcome(draw.walk(margins, plan, floors), plan)
-    return found, (draw.summaries[0].mean + margins[None, :] < 0).any(axis=1)
+    weak = (draw.summaries[0].mean + margins[None, :] < 0).any(axis=1)
+    return found, weak, _looks_weak(noise[:, :, :1], margins)
+
+
+def _looks_weak(noise: np.ndarray, margins: np.ndarray) -> np.ndarray:
+    """Per gate: some cell's mean over these repetitions (gates, cells, repetitions) is on the
+    failing side of its bar."""
+    weak: np.ndarray = (noise.mean(axis=2) + margins[None, :] < 0).any(axis=1)
+    return weak
 
 
 def _acted(
-    found: GateOutcome, weak: np.ndarray, policy: str
+    found: GateOutcome, weak: np.ndarray, peeked: np.ndarray, policy: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What an attempt ends as when a team follows `policy`: passed, failed, canceled."""
     passed, failed = found.passed.copy(), found.failed.copy()
     canceled = np.zeros_like(passed)
-    if policy == "cancel_after_first_look":
+    if policy == "cancel_before_first_look":
+        # Nothing is decided before the first look: whatever looked weak then ends canceled.
+        canceled = peeked.copy()
+        passed, failed = passed & ~canceled, failed & ~canceled
+    elif policy == "cancel_after_first_look":
         passed, failed = found.pass_look == 0, found.fail_look == 0
         canceled = ~passed & ~failed
     elif policy == "cancel_when_weak":
@@ -185,7 +199,7 @@ def _acted(
 
 
 def _engagement(
-    tries: list[tuple[GateOutcome, np.ndarray]], policy: str
+    tries: list[tuple[GateOutcome, np.ndarray, np.ndarray]], policy: str
 ) -> tuple[float, float, float]:
     """Ever passed, ever failed and attempts spent when a team follows `policy`."""
     first = tries[0][0]
@@ -193,8 +207,8 @@ def _engagement(
     ever_fail = np.zeros_like(ever_pass)
     trying = np.ones_like(ever_pass)
     used = np.zeros(first.passed.size)
-    for found, weak in tries:
-        passed, failed, _ = _acted(found, weak, policy)
+    for found, weak, peeked in tries:
+        passed, failed, _ = _acted(found, weak, peeked, policy)
         used += trying
         ever_pass |= trying & passed
         ever_fail |= trying & failed
@@ -209,7 +223,7 @@ def _carrying_engagement(
     floors: np.ndarray,
     attempts: int,
     policy: str,
-    judged: dict[tuple[int, int], tuple[GateOutcome, np.ndarray]],
+    judged: dict[tuple[int, int], tuple[GateOutcome, np.ndarray, np.ndarray]],
 ) -> tuple[float, float, float]:
     """As `_engagement`, with each attempt left inconclusive (run to its last look, not
     canceled) carrying every repetition of its chain into the next (attempt_plan's looks on the
@@ -235,7 +249,9 @@ def _carrying_engagement(
                 draw = summarize_draw(parsed, union, plan)
                 found = gate_outcome(draw.walk(margins, plan, floors), plan)
                 weak = (draw.summaries[0].mean + margins[None, :] < 0).any(axis=1)
-                judged[(attempt, chain)] = (found, weak)
+                # The peek: the carried repetitions and this attempt's first one.
+                peeked = _looks_weak(union[:, :, : chain * block + 1], margins)
+                judged[(attempt, chain)] = (found, weak, peeked)
             acted = _acted(*judged[(attempt, chain)], policy)
             for target, values in zip((passed, failed, canceled), acted, strict=True):
                 target[mine] = values[mine]

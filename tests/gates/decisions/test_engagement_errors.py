@@ -77,7 +77,12 @@ def test_over_the_engagement_no_cancel_policy_buys_a_pass_and_a_reset_adds_what_
 ):
     draws = template_oc["simulated_gates"]
     rows = template_oc["gate"]["lifetime"]
-    assert {row["policy"] for row in rows} >= {"honest", "cancel_after_first_look", "one_reset"}
+    assert {row["policy"] for row in rows} >= {
+        "honest",
+        "cancel_before_first_look",  # each cancel spends: the row holds the declared rate too
+        "cancel_after_first_look",
+        "one_reset",
+    }
     for row in rows:
         assert row["pass"] <= row["declared"] + three_sd(row["declared"], draws), row
         assert row["fail"] <= row["declared"] + three_sd(row["declared"], draws), row
