@@ -138,7 +138,7 @@ class ResetCost(TypedDict):
 class Proposal(TypedDict):
     """One change that would make a spec decisive, and its cost where known."""
 
-    kind: Literal["repetitions", "prompts"]
+    kind: Literal["repetitions", "prompts", "cells", "bars"]
     text: str
     value: float
     host_hours: float | None

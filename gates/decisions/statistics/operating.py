@@ -136,7 +136,8 @@ def _margin(clause: Clause, value: float) -> float:
     return sign * (math.log(ratio) - math.log(clause.bound_ratio))
 
 
-def _units(clause: Clause, margin: float) -> float:
+def effect_at_margin(clause: Clause, margin: float) -> float:
+    """The effect, in the clause's own units, that lies `margin` (log) past its bar."""
     sign = -1.0 if clause.change == "reduction" else 1.0
     return ratio_to_change(clause.change, math.exp(sign * margin + math.log(clause.bound_ratio)))
 
@@ -165,11 +166,11 @@ def _clause_rows(
     claim = None if clause.claimed is None else _margin(clause, clause.claimed)
     rows: list[EffectRow] = []
     for margin in sorted({*(step * sd for step in STEPS_IN_SD), *([claim] if claim else [])}):
-        if clause.change == "reduction" and _units(clause, margin) >= 100:
+        if clause.change == "reduction" and effect_at_margin(clause, margin) >= 100:
             continue
         outcome = part.walk(np.full(len(members), margin), plan, floors[members])
         found = summarize(gate_outcome(outcome, plan), outcome)
-        rows.append({"true": _units(clause, margin), "claimed": margin == claim, **found})
+        rows.append({"true": effect_at_margin(clause, margin), "claimed": margin == claim, **found})
     at_claim = next((row for row in rows if row["claimed"]), None)
     return {
         "clause": clause.index,

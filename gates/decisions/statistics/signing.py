@@ -9,21 +9,23 @@ Pure: a typed spec in, a typed document out; imports no Django.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from documents.characteristic import Proposal, SigningCheck
 from documents.spec import G3Spec
-from gates.decisions.clauses import G3Terms, log_ratio_terms, parse_g3_spec
-from gates.decisions.statistics.inference import DESIGN_PATHS
+from gates.decisions.clauses import Clause, G3Terms, log_ratio_terms, parse_g3_spec
+from gates.decisions.statistics.inference import DESIGN_PATHS, PASS, SequentialPlan
 from gates.decisions.statistics.operating import (
     DEFAULT_MIN_POWER,
     cell_floors,
     claimed_margins,
+    effect_at_margin,
     gate_plan,
     operating_characteristic,
 )
-from gates.decisions.statistics.simulation import draw_gate, gate_outcome
+from gates.decisions.statistics.simulation import GateDraw, cells_of, draw_gate, gate_outcome
 from gates.decisions.statistics.spread import sd_from_cv
 
 MAX_REPETITIONS = 50  # the schema's cap on repetitions.max
@@ -80,8 +82,41 @@ def proposals_for(
     spec: G3Spec, sd: float, hours: float | None, wanted: float = DEFAULT_MIN_POWER
 ) -> list[Proposal]:
     parsed = log_ratio_terms(parse_g3_spec(spec))
-    found = [_more_repetitions(parsed, sd, hours, wanted), _more_prompts(spec, parsed, sd, wanted)]
+    scan = _claims_scan(parsed, sd)
+    found = [
+        _more_repetitions(parsed, sd, hours, wanted),
+        _more_prompts(spec, parsed, sd, hours, wanted),
+        _fewer_cells(parsed, scan, hours, wanted),
+        _bars_the_data_shows(parsed, scan, hours, wanted),
+    ]
     return [proposal for proposal in found if proposal is not None]
+
+
+@dataclass(frozen=True)
+class ClaimsScan:
+    """One sizing draw of the spec as it stands, every cell at its claim: the walks the cell
+    and bar proposals re-read (a walk costs a fraction of a draw)."""
+
+    draw: GateDraw
+    plan: SequentialPlan
+    margins: np.ndarray
+    floors: np.ndarray
+
+    def power(self, margins: np.ndarray | None = None) -> float:
+        shifted = self.margins if margins is None else margins
+        outcome = self.draw.walk(shifted, self.plan, self.floors)
+        return float(gate_outcome(outcome, self.plan).passed.mean())
+
+
+def _claims_scan(parsed: G3Terms, sd: float, seed: int = 17) -> ClaimsScan:
+    plan = gate_plan(parsed, parsed.max_repetitions, DESIGN_PATHS)
+    draw = draw_gate(parsed, plan, sd, SCAN_GATES, np.random.default_rng(seed))
+    return ClaimsScan(draw, plan, claimed_margins(parsed), cell_floors(parsed, None))
+
+
+def _hours_at(parsed: G3Terms, hours: float | None, factor: float = 1.0) -> float | None:
+    """Host hours of an attempt run to repetitions.max, each repetition `factor` as long."""
+    return None if hours is None else parsed.max_repetitions * hours * factor
 
 
 def power_at(parsed: G3Terms, sd: float, max_repetitions: int, seed: int = 17) -> float:
@@ -123,9 +158,13 @@ def _more_repetitions(
     }
 
 
-def _more_prompts(spec: G3Spec, parsed: G3Terms, sd: float, wanted: float) -> Proposal | None:
+def _more_prompts(
+    spec: G3Spec, parsed: G3Terms, sd: float, hours: float | None, wanted: float
+) -> Proposal | None:
     """The noise at which the current plan reaches `wanted`, as more prompts per bench: a p50
-    over k times the requests has about 1/sqrt(k) of the noise (sampling noise dominating)."""
+    over k times the requests has about 1/sqrt(k) of the noise (sampling noise dominating),
+    and each bench runs about k times as long (priced so, the servers' start-up included, which
+    overstates it a little)."""
     low, high = 0.05, 1.0
     if power_at(parsed, sd * low, parsed.max_repetitions) < wanted:
         return None
@@ -142,8 +181,85 @@ def _more_prompts(spec: G3Spec, parsed: G3Terms, sd: float, wanted: float) -> Pr
         "text": f"workload.num_prompts {prompts} (noise x{low:.2f}, if request sampling "
         "dominates it; each bench then runs about that much longer)",
         "value": float(prompts),
-        "host_hours": None,
+        "host_hours": _hours_at(parsed, hours, factor),
     }
+
+
+def _fewer_cells(
+    parsed: G3Terms, scan: ClaimsScan, hours: float | None, wanted: float
+) -> Proposal | None:
+    """Drop the cells least likely to pass at their claims, one at a time, until the gate
+    reaches `wanted` (each remaining cell keeps its bar; the fail side's family shrinks with
+    it). None when it takes every cell but one and still falls short, or drops nothing."""
+    cells = cells_of(parsed)
+    outcome = scan.draw.walk(scan.margins, scan.plan, scan.floors)
+    by_weakness = list(np.argsort((outcome.verdict == PASS).mean(axis=0), kind="stable"))
+    kept = list(range(len(cells)))
+    for weakest in by_weakness[:-1]:
+        kept.remove(weakest)
+        members = np.array(sorted(kept))
+        reduced = _with_cells(parsed, [cells[i] for i in members])
+        plan = gate_plan(reduced, parsed.max_repetitions, DESIGN_PATHS)
+        subset = scan.draw.subset(members)
+        walked = subset.walk(scan.margins[members], plan, scan.floors[members])
+        if gate_outcome(walked, plan).passed.mean() >= wanted:
+            dropped = [cells[i] for i in sorted(set(range(len(cells))) - set(kept))]
+            tiers_left = {tier for clause in reduced.clauses for tier in clause.tiers}
+            share = len(tiers_left) / len(parsed.tiers)
+            return {
+                "kind": "cells",
+                "text": "drop "
+                + ", ".join(f"{c.metric} {c.compare} at c={tier}" for c, tier in dropped)
+                + f" (keeps {len(kept)} of {len(cells)} cells, each at its bar)",
+                "value": float(len(kept)),
+                "host_hours": _hours_at(parsed, hours, share),
+            }
+    return None
+
+
+def _with_cells(parsed: G3Terms, cells: list[tuple[Clause, int]]) -> G3Terms:
+    tiers = {(clause.index, tier) for clause, tier in cells}
+    clauses = [
+        replace(clause, tiers=kept)
+        for clause in parsed.clauses
+        if (kept := tuple(t for t in clause.tiers if (clause.index, t) in tiers))
+    ]
+    return replace(parsed, clauses=tuple(clauses))
+
+
+BAR_SHIFT_LIMIT = 2.0  # log units: a bar e^2 = 7.4x further from the claim proves nothing
+
+
+def _bars_the_data_shows(
+    parsed: G3Terms, scan: ClaimsScan, hours: float | None, wanted: float
+) -> Proposal | None:
+    """The bars this plan demonstrates at its noise: every bar moved the same (log) distance
+    away from its claim, as little as reaches `wanted` with every clause at its claim."""
+    if scan.power(scan.margins + BAR_SHIFT_LIMIT) < wanted:
+        return None
+    low, high = 0.0, BAR_SHIFT_LIMIT
+    for _ in range(12):  # to 0.0005 in log: well under a percent of any bar
+        middle = (low + high) / 2
+        if scan.power(scan.margins + middle) >= wanted:
+            high = middle
+        else:
+            low = middle
+    bars = [
+        f"{clause.metric} {clause.compare} at c={'/'.join(map(str, clause.tiers))} {clause.change} "
+        f"{_bar_words(clause, effect_at_margin(clause, -high))} (now "
+        f"{_bar_words(clause, clause.threshold)})"
+        for clause in parsed.clauses
+    ]
+    return {
+        "kind": "bars",
+        "text": "bars the data can show at this cost: " + "; ".join(bars),
+        "value": high,
+        "host_hours": _hours_at(parsed, hours),
+    }
+
+
+def _bar_words(clause: Clause, value: float) -> str:
+    return f"{value:.3g}x" if clause.change == "ratio" else f"{value:.3g} %"
 
 
 def stated_sd(spec: G3Spec) -> float | None:

@@ -66,7 +66,7 @@ def spec_power_check_signing(spec: GateSpec, *, acknowledge: bool) -> dict[str, 
         return None
     proposals = _proposals(spec, power)
     if not acknowledge:
-        fixes = "; ".join(proposal["text"] for proposal in proposals) or (
+        fixes = "; or ".join(map(_priced, proposals)) or (
             "no repetitions within the schema's cap reach it: claim larger effects or fewer cells"
         )
         raise UnderpoweredSpecError(
@@ -130,6 +130,11 @@ def gate_check_power(gate: Gate) -> None:
             "parties' acknowledgement that it is underpowered)",
             field="statistics.require_power",
         )
+
+
+def _priced(proposal: dict[str, Any]) -> str:
+    hours = proposal["host_hours"]
+    return proposal["text"] + ("" if hours is None else f" [{hours:.3g} host hours an attempt]")
 
 
 def _proposals(spec: GateSpec, power: dict[str, Any]) -> list[dict[str, Any]]:

@@ -49,6 +49,7 @@ def test_an_underpowered_spec_is_refused_at_signing_with_its_power_and_a_remedy(
     text = str(refused.value)
     assert "the spec's stated CV 10 %" in text and "under the 80%" in text
     assert "workload.num_prompts" in text or "repetitions.max" in text  # what would fix it
+    assert "bars the data can show at this cost" in text and "; or drop " in text
     assert not SpecSignature.objects.exists()
     with pytest.raises(UnderpoweredSpecError) as not_run:  # unsigned: not even a rehearsal
         services.run_create(
