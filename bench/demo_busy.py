@@ -2,11 +2,15 @@
 demo --once` for real, each run on a fresh embedded database, optionally beside CPU burners.
 
     python bench/demo_busy.py [--modes one-at-a-time,side-by-side] [--burners 0]
-                              [--engagement NAME ...]
+                              [--load-floor 8] [--runs 10] [--engagement NAME ...]
 
 Prints per run its wall time, exit code, summary steps ok / failed and the load average seen
-while it ran, then the side-by-side time as a share of the one-at-a-time time. Not a test:
-minutes per run (docs/simhost.md, "The demo on a busy machine").
+while it ran; then, per mode, how many runs reached every outcome the demo was built to show
+(every summary step ok and exit 0), which steps missed and how often, and whether the load
+floor held through every run; then the side-by-side time as a share of the one-at-a-time time
+(medians). `--load-floor L` starts at least L burners (each is one runnable process, so the
+load average settles at or above L) and waits for the 1-minute load average to reach L before
+the first run. Not a test: minutes per run (docs/simhost.md, "The demo on a busy machine").
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import base64
 import contextlib
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +45,8 @@ SETTING_NAMES = (
     "EMAIL_BACKEND",
 )
 LOAD_SAMPLE_S = 5.0
+# The 1-minute load average takes about three minutes to settle on a new load.
+LOAD_SETTLE_TIMEOUT_S = 300.0
 # A demo that has not ended in this long is stuck, not slow (its runs time out at 1200 s).
 DEMO_TIMEOUT_S = 3600
 
@@ -51,6 +59,10 @@ class DemoTiming:
     ok: int
     failed: list[str]
     loads: list[float]
+
+    @property
+    def reached_every_outcome(self) -> bool:
+        return self.exit_code == 0 and self.ok > 0 and not self.failed
 
     def line(self) -> str:
         load = f"{min(self.loads):.1f}-{max(self.loads):.1f}" if self.loads else "?"
@@ -110,30 +122,72 @@ def _wait_sampling_load(process: subprocess.Popen, *, deadline: float) -> list[f
     return loads
 
 
+def tally(mode: str, timings: list[DemoTiming], load_floor: float) -> list[str]:
+    """One mode's runs: how many reached every outcome, the steps that missed, the load."""
+    mine = [timing for timing in timings if timing.mode == mode]
+    reached = sum(timing.reached_every_outcome for timing in mine)
+    lines = [f"{mode}: {reached}/{len(mine)} runs reached every outcome the demo shows"]
+    missed = Counter(_step_name(line) for timing in mine for line in timing.failed)
+    lines += [f"  missed {count}x: {step}" for step, count in missed.most_common()]
+    broke = sum(timing.exit_code != 0 and not timing.failed for timing in mine)
+    if broke:
+        lines.append(f"  {broke} run(s) exited {', '.join(str(t.exit_code) for t in mine)}")
+    loads = [load for timing in mine for load in timing.loads]
+    if loads:
+        held = "held" if min(loads) >= load_floor else "NOT held"
+        lines.append(
+            f"  load average {min(loads):.1f}-{max(loads):.1f} (floor {load_floor:g} {held})"
+        )
+    return lines
+
+
+def _step_name(line: str) -> str:
+    """A summary line's step, without the figures that differ run to run."""
+    return line.split(": ", 1)[0].strip()  # the command prints "name: detail"
+
+
+def wait_for_load(floor: float) -> float:
+    """Block until the 1-minute load average reaches `floor` (or the settle timeout)."""
+    deadline = time.monotonic() + LOAD_SETTLE_TIMEOUT_S
+    while os.getloadavg()[0] < floor and time.monotonic() < deadline:
+        time.sleep(LOAD_SAMPLE_S)
+    return os.getloadavg()[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="one-at-a-time,side-by-side")
     parser.add_argument("--burners", type=int, default=0, help="CPU burner processes beside")
+    parser.add_argument(
+        "--load-floor", type=float, default=0.0, help="keep the load average at least this"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="runs of each mode")
     parser.add_argument("--engagement", action="append", default=[], metavar="NAME")
     args = parser.parse_args()
     modes = args.modes.split(",")
     unknown = [mode for mode in modes if mode not in MODES]
     if unknown:
         parser.error(f"unknown mode {', '.join(unknown)}: known {', '.join(MODES)}")
-    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(args.burners)]
+    count = max(args.burners, int(args.load_floor + 0.999))
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(count)]
     timings = []
     try:
-        for mode in modes:
-            timings.append(time_demo(mode, args.engagement))
-            print(timings[-1].line(), flush=True)
+        if args.load_floor:
+            print(f"load average {wait_for_load(args.load_floor):.1f} with {count} burners")
+        for run in range(args.runs):
+            for mode in modes:
+                timings.append(time_demo(mode, args.engagement))
+                print(f"run {run + 1}, {timings[-1].line()}", flush=True)
     finally:
         for burner in burners:
             burner.kill()
             burner.wait()
-    walls = {timing.mode: timing.wall_s for timing in timings}
+    for mode in modes:
+        print("\n".join(tally(mode, timings, args.load_floor)))
+    walls = {mode: statistics.median(t.wall_s for t in timings if t.mode == mode) for mode in modes}
     if len(walls) == 2:
         share = walls["side-by-side"] / walls["one-at-a-time"]
-        print(f"side by side takes {share:.0%} of one at a time")
+        print(f"side by side takes {share:.0%} of one at a time (medians)")
 
 
 if __name__ == "__main__":
