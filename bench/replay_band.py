@@ -1,7 +1,7 @@
 """How long the replay TTFT band takes, and how close it comes to what simhost measures (not a
 test; one run, figures go to docs/workloads.md):
 
-    python bench/replay_band.py [--sizes 1000 10000] [--requests 120] [--tier 8]
+    python bench/replay_band.py [--sizes 1000 10000] [--requests 120] [--tier 8] [--skip-shipped]
 
 1. Prediction time (CPU seconds of this process) for the shipped Mooncake fixture and for
    synthetic traces of --sizes requests: the kept requests read in one pass, the first 1,000 run
@@ -158,8 +158,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--requests", type=int, default=120, help="fixture requests replayed")
     parser.add_argument("--tier", type=int, default=8)
+    parser.add_argument(
+        "--skip-shipped", action="store_true", help="no timing on the shipped trace (~20 s)"
+    )
     args = parser.parse_args()
-    shipped_prediction_time(args.tier)
+    if not args.skip_shipped:
+        shipped_prediction_time(args.tier)
     for size in args.sizes:
         prediction_time(size, args.tier)
     measured_against_predicted(args.requests, args.tier)
