@@ -115,7 +115,7 @@ def compared(arms: dict[str, str], clauses: Sequence[Clause]) -> list[ComparedPa
     for arm in sorted(role for role, kind in arms.items() if kind == "offload"):
         for baseline, kind in sorted(arms.items()):
             metrics = judged.get(frozenset((arm, baseline)))
-            if metrics or kind == "resident":
+            if kind == "resident" or (kind == "recompute" and metrics):
                 pairs.append((arm, baseline, tuple(sorted(metrics or {P50}, key=_statistic_order))))
     return pairs
 
@@ -132,13 +132,13 @@ def change_bands(band: TtftBandContext, metric: str) -> dict[str, list[float]]:
 
 
 def statistic_words(metric: str) -> str:
-    """ "ttft_p99" -> "TTFT p99"."""
+    """The metric in words: ttft_p99 is "TTFT p99"."""
     return metric.replace("ttft_", "TTFT ", 1)
 
 
 def paired_ratios(arm: dict[int, float], baseline: dict[int, float]) -> list[float]:
-    """Each kept repetition's arm p50 over the baseline's of the same repetition, by repetition
-    (the pairing the clauses use)."""
+    """Each kept repetition's arm value over the baseline's of the same repetition, by
+    repetition (the pairing the clauses use)."""
     return [arm[rep] / baseline[rep] for rep in sorted(arm.keys() & baseline.keys())]
 
 
