@@ -59,6 +59,8 @@ class TtftBandContext(TypedDict):
     tier: int
     arms: NotRequired[dict[str, list[float]]]
     changes: NotRequired[dict[str, list[float]]]  # "offload/resident": [low, high], a ratio
+    # the other statistics' changes by clause metric: "ttft_p99" -> as `changes` (TTFT p50)
+    metric_changes: NotRequired[dict[str, dict[str, list[float]]]]
     missing: NotRequired[str]
     modelled: NotRequired[int]
     kept: NotRequired[int]
@@ -88,13 +90,15 @@ class G3TtftBandRow(TypedDict):
 
 class G3TtftChangeRow(TypedDict):
     """One offload-arm cell of a G3 trace replay against a baseline arm: its measured TTFT
-    change (offload p50 / baseline p50 by kept repetition, their geometric mean) against the
-    planner's paired band; advisory, never a verdict."""
+    change of one statistic (`metric`, e.g. offload p99 / baseline p99 by kept repetition, their
+    geometric mean) against the planner's paired band; advisory, never a verdict. A row stored
+    before the statistic was named has no `metric`: it is TTFT p50's."""
 
     check: str
     arm: str
     baseline: str
     tier: int
+    metric: NotRequired[str]
     verdict: RowVerdict
     cause: str
     advisory: bool

@@ -68,7 +68,7 @@ def gates_with_latest(queryset: QuerySet) -> QuerySet:
 
 # The shape of Gate.readout: bump it when gate_readout or _clause_row changes what they return,
 # so readouts stored by an older release are rebuilt on their next read.
-READOUT_SHAPE = 8  # 8: latest_decision.replay_fidelity
+READOUT_SHAPE = 9  # 8: latest_decision.replay_fidelity; 9: replay_ttft_changes[].metric
 
 
 def gate_readout(gate_id: int) -> dict:

@@ -22,6 +22,7 @@ from simhost.engine.replay_predict import (
     JITTER_SEEDS,
     MAX_REQUESTS,
     SEND_JITTER_S,
+    ChangeBand,
     ReplayedRequest,
     ReplayTtftPrediction,
     predict_replay_ttft,
@@ -52,9 +53,9 @@ def replay_ttft_bands(
     recorded: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
     """Per tier: {tier, arms: {role: [low_ms, high_ms]}, changes: {"offload/resident": [low,
-    high]}, modelled, kept, capped, refused, assumes} or {tier, missing: why}. `records` streams
-    the stored trace afresh (one pass per tier); `recorded` is the replay step's
-    progress.replays (name -> what it built)."""
+    high]} (TTFT p50), metric_changes: {"ttft_p99": {...}, ...}, modelled, kept, capped,
+    refused, assumes} or {tier, missing: why}. `records` streams the stored trace afresh (one
+    pass per tier); `recorded` is the replay step's progress.replays (name -> what it built)."""
     return [_tier_band(records, workload, int(tier), deployment, recorded) for tier in tiers]
 
 
@@ -151,7 +152,9 @@ def _speed_request(deployment: ReplayModel, tier: int) -> SpeedRequest:
 def band_document(prediction: ReplayTtftPrediction, deployment: ReplayModel) -> dict[str, Any]:
     """One tier as the context carries it: each arm kind's p50 band in ms (the spec's arms map
     their roles to these kinds) and the TTFT change offload / baseline from the paired runs
-    ("offload/resident": [low, high], a ratio), each widened by RESOLUTION."""
+    ("offload/resident": [low, high], a ratio), each widened by RESOLUTION: the p50's under
+    `changes` (where contexts have always carried it), every other statistic's under
+    `metric_changes` by the clause metric that names it ("ttft_p99": {"offload/resident": ...})."""
     arms = {
         arm: [
             band.low_s * 1000.0 * (1 - RESOLUTION),
@@ -159,20 +162,28 @@ def band_document(prediction: ReplayTtftPrediction, deployment: ReplayModel) -> 
         ]
         for arm, band in prediction.arms.items()
     }
-    # the ratio widened as each p50 is: what the engine leaves out need not cancel between arms
-    changes = {
-        name: [band.low * (1 - RESOLUTION), band.high * (1 + RESOLUTION)]
-        for name, band in prediction.changes.items()
+    by_metric = {
+        f"ttft_{statistic}": _widened(bands)
+        for statistic, bands in prediction.statistic_changes.items()
     }
     return {
         "tier": prediction.concurrency,
         "arms": arms,
-        "changes": changes,
+        "changes": by_metric.pop("ttft_p50"),
+        "metric_changes": by_metric,
         "modelled": prediction.modelled_requests,
         "kept": prediction.kept_requests,
         "capped": prediction.capped,
         "refused": prediction.refused_requests,
         "assumes": assumptions_text(deployment, prediction),
+    }
+
+
+def _widened(bands: Mapping[str, ChangeBand]) -> dict[str, list[float]]:
+    # the ratio widened as each p50 is: what the engine leaves out need not cancel between arms
+    return {
+        name: [band.low * (1 - RESOLUTION), band.high * (1 + RESOLUTION)]
+        for name, band in bands.items()
     }
 
 

@@ -1,5 +1,6 @@
 """What the engine predicts for a trace replay: each arm's TTFT p50 at a concurrency tier, as a
-band, from the replay's own requests (their send times, lengths and prefix blocks) run through
+band, and the TTFT change of each statistic a G3 clause may judge (p50, p90, p99, mean), from
+the replay's own requests (their send times, lengths and prefix blocks) run through
 the engine simhost serves them with (simhost.engine.batching over simhost.engine.perf).
 
 The replay is modelled as its client sends it (simhost.bench.replay, `vllm bench serve`'s timed
@@ -33,11 +34,16 @@ SEND_JITTER_S = 0.010
 # send, simhost's virtual clock at the step's start (simhost.server.runtime: a later arrival
 # would let the engine schedule it before it came). Both, so the band holds either server.
 CLOCKS_FROM_STEP_START = (False, True)
-# The TTFT changes the G3 clauses judge, offload over each baseline arm (offload p50 / baseline
-# p50): a clause's reduction is 1 - ratio, its gain ratio - 1.
+# The TTFT changes the G3 clauses judge, offload over each baseline arm (offload statistic /
+# baseline statistic): a clause's reduction is 1 - ratio, its gain ratio - 1.
 CHANGES = (("offload", "resident"), ("offload", "recompute"))
+# The statistics of the measured requests' TTFTs a clause may name (ttft_<statistic>), each a
+# percentile rank or None for the mean: read as the replay-records adapter reads a measured
+# replay (runners.adapters.replay_records: nearest rank, numpy's inverted_cdf), so a predicted
+# p99 is the same order statistic of the same requests as the measured one.
+STATISTICS: Dict[str, Optional[int]] = {"p50": 50, "p90": 90, "p99": 99, "mean": None}
 
-# One run of an arm: (link efficiency, jitter seed, clock from the step's start) -> p50 (s).
+# One run of an arm: (link efficiency, jitter seed, clock from the step's start) -> seconds.
 RunKey = Tuple[float, int, bool]
 
 
@@ -80,11 +86,17 @@ class ReplayTtftPrediction:
     modelled_requests: int
     kept_requests: int
     refused_requests: int  # of the modelled: longer than the server's context, refused (400)
-    changes: Dict[str, ChangeBand] = field(default_factory=dict)  # "offload/resident" -> band
+    # statistic -> "offload/resident" -> band, every statistic from the same runs
+    statistic_changes: Dict[str, Dict[str, ChangeBand]] = field(default_factory=dict)
 
     @property
     def capped(self) -> bool:
         return self.modelled_requests < self.kept_requests
+
+    @property
+    def changes(self) -> Dict[str, ChangeBand]:
+        """The TTFT p50 change bands (the ones a context has carried since before the others)."""
+        return self.statistic_changes.get("p50", {})
 
 
 def engine_hashes(
@@ -106,16 +118,17 @@ def engine_hashes(
     return hashes
 
 
-def replay_ttft_p50(
+def replay_ttfts(
     config: EngineConfig,
     requests: Sequence[ReplayedRequest],
     concurrency: int,
     trace_block_tokens: Optional[int],
     jitter: Optional[random.Random] = None,
     from_step_start: bool = False,
-) -> float:
-    """One run of the replay through a fresh engine: the measured requests' TTFT p50 (s).
-    `from_step_start`: a request sent while a step runs is clocked from that step's start."""
+) -> List[float]:
+    """One run of the replay through a fresh engine: the measured requests' TTFTs (s), in the
+    order their first tokens came. `from_step_start`: a request sent while a step runs is
+    clocked from that step's start."""
     engine = Engine(config)
     sends = [_send_time(request, jitter) for request in requests]
     order = sorted(range(len(requests)), key=lambda index: (sends[index], index))
@@ -152,7 +165,7 @@ def replay_ttft_p50(
                     ttfts.append(now - built.arrival)
         for _ in result.finished:
             heapq.heappush(slots, now)
-    return _median(ttfts)
+    return ttfts
 
 
 def _send_time(request: ReplayedRequest, jitter: Optional[random.Random]) -> float:
@@ -177,12 +190,17 @@ def _engine_request(
     )
 
 
-def _median(values: List[float]) -> float:
-    if not values:
+def ttft_statistics(ttfts: Sequence[float]) -> Dict[str, float]:
+    """Each of STATISTICS over one run's TTFTs: a percentile as the nearest rank (the smallest
+    value with at least that share of the values at or below it), the mean as the mean."""
+    if not ttfts:
         raise ValueError("the replay measures no request")
-    values = sorted(values)
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    ordered = sorted(ttfts)
+    count = len(ordered)
+    return {
+        name: sum(ordered) / count if rank is None else ordered[max(0, -(-rank * count // 100) - 1)]
+        for name, rank in STATISTICS.items()
+    }
 
 
 def predict_replay_ttft(
@@ -202,51 +220,63 @@ def predict_replay_ttft(
     The band of an arm is the lowest and highest p50 over its runs: one per JITTER_SEEDS send
     jitter and per server clock (CLOCKS_FROM_STEP_START) for every arm, times LINK_EFFICIENCIES
     for the offload arm (the resident and recompute arms move nothing over the host links).
-    `changes` holds the ratio offload p50 / baseline p50 for each of CHANGES, from the runs
-    paired by seed and clock (paired_change_band). The same inputs give the same band."""
+    `statistic_changes` holds, per statistic of STATISTICS, the ratio offload / baseline for
+    each of CHANGES from the runs paired by seed and clock (paired_change_band): one set of
+    runs gives every statistic. The same inputs give the same band."""
     modelled = list(requests[:max_requests])
     served = served_requests(modelled, preset.max_model_len)
-    runs: Dict[str, Dict[RunKey, float]] = {}
+    runs: Dict[str, Dict[RunKey, Dict[str, float]]] = {}
     for arm in ARMS:
         efficiencies = LINK_EFFICIENCIES if arm == "offload" else (1.0,)
         runs[arm] = {
-            (efficiency, seed, from_step_start): replay_ttft_p50(
-                _config(preset, arm, efficiency, offload_gib, tier_bytes_per_s),
-                served,
-                concurrency,
-                trace_block_tokens,
-                random.Random(seed),  # noqa: S311 - a model's draw, not a secret
-                from_step_start,
+            (efficiency, seed, from_step_start): ttft_statistics(
+                replay_ttfts(
+                    _config(preset, arm, efficiency, offload_gib, tier_bytes_per_s),
+                    served,
+                    concurrency,
+                    trace_block_tokens,
+                    random.Random(seed),  # noqa: S311 - a model's draw, not a secret
+                    from_step_start,
+                )
             )
             for efficiency in efficiencies
             for seed in JITTER_SEEDS
             for from_step_start in CLOCKS_FROM_STEP_START
         }
-    arms = {
-        arm: ArmBand(low_s=min(p50s.values()), high_s=max(p50s.values()), runs=len(p50s))
-        for arm, p50s in runs.items()
-    }
-    changes = {
-        "{}/{}".format(over, base): paired_change_band(runs[over], runs[base])
-        for over, base in CHANGES
-        if over in runs and base in runs
-    }
+    arms: Dict[str, ArmBand] = {}
+    for arm, by_run in runs.items():
+        p50s = [statistics["p50"] for statistics in by_run.values()]
+        arms[arm] = ArmBand(low_s=min(p50s), high_s=max(p50s), runs=len(p50s))
     refused = len(modelled) - len(served)
     total = len(requests) if kept is None else max(kept, len(requests))
+    changes = {statistic: _change_bands(runs, statistic) for statistic in STATISTICS}
     return ReplayTtftPrediction(concurrency, arms, len(modelled), total, refused, changes)
 
 
+def _change_bands(
+    runs: Dict[str, Dict[RunKey, Dict[str, float]]], statistic: str
+) -> Dict[str, ChangeBand]:
+    def of(arm: str) -> Dict[RunKey, float]:
+        return {key: values[statistic] for key, values in runs[arm].items()}
+
+    return {
+        "{}/{}".format(over, base): paired_change_band(of(over), of(base))
+        for over, base in CHANGES
+        if over in runs and base in runs
+    }
+
+
 def paired_change_band(over: Dict[RunKey, float], base: Dict[RunKey, float]) -> ChangeBand:
-    """The ratio over/base from paired runs: each run of `over` divided by the run of `base`
-    that sent the same requests at the same jittered times and clocked them the same way (its
-    seed and clock; a baseline arm moves nothing over the host links, so its one efficiency
-    serves every efficiency of `over`). What moves both arms alike (a late send, a clock)
+    """The ratio over/base of one statistic from paired runs: each run of `over` divided by the
+    run of `base` that sent the same requests at the same jittered times and clocked them the
+    same way (its seed and clock; a baseline arm moves nothing over the host links, so its one
+    efficiency serves every efficiency of `over`). What moves both arms alike (a late send, a clock)
     cancels in the ratio instead of spanning the band twice, as the extremes of two
     independent bands would (`independent_change_band`)."""
-    by_pair = {(seed, clock): p50 for (_, seed, clock), p50 in base.items()}
+    by_pair = {(seed, clock): value for (_, seed, clock), value in base.items()}
     ratios = [
-        p50 / by_pair[(seed, clock)]
-        for (_, seed, clock), p50 in over.items()
+        value / by_pair[(seed, clock)]
+        for (_, seed, clock), value in over.items()
         if by_pair.get((seed, clock), 0.0) > 0
     ]
     if not ratios:

@@ -1,23 +1,28 @@
-"""The replay's predicted TTFT change (offload p50 / baseline p50) from runs paired by seed and
-clock: a known effect gives a band around it, and pairing never widens the band past the one the
-extremes of two independent bands give."""
+"""The replay's predicted TTFT change (offload statistic / baseline statistic) from runs paired by
+seed and clock: a known effect gives a band around it, pairing never widens the band past the one
+the extremes of two independent bands give, and one set of runs gives every statistic."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
+from simhost.engine import replay_predict
 from simhost.engine.presets import SMALL_1B
 from simhost.engine.replay_predict import (
     CLOCKS_FROM_STEP_START,
     JITTER_SEEDS,
     LINK_EFFICIENCIES,
+    STATISTICS,
     ArmBand,
+    ReplayedRequest,
     independent_change_band,
     paired_change_band,
     predict_replay_ttft,
+    ttft_statistics,
 )
 from tests.simhost.test_replay_predict import BLOCK, SMALL_CACHE, burst, session_replay
 
@@ -100,3 +105,66 @@ def test_requests_of_their_own_give_one_change_whatever_the_seed_or_clock():
     change = prediction.changes["offload/resident"]
     assert change.high - change.low < 1e-9
     assert 0.95 < change.low < 1.05
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 99, 100, 101, 1000])
+def test_the_model_reads_each_statistic_as_the_measured_replay_does(count):
+    """Nearest rank (numpy's inverted_cdf, the replay-records adapter's reading of a measured
+    replay) for each percentile, the plain mean for the mean."""
+    values = [random.Random(count).lognormvariate(-1, 1) for _ in range(count)]
+    statistics = ttft_statistics(values)
+    assert set(statistics) == set(STATISTICS) == {"p50", "p90", "p99", "mean"}
+    for name, rank in STATISTICS.items():
+        expected = (
+            np.mean(values) if rank is None else np.percentile(values, rank, method="inverted_cdf")
+        )
+        assert statistics[name] == pytest.approx(float(expected), rel=1e-12), name
+
+
+def tail_replay(fresh: int = 60) -> list:
+    """The session replay's prefixes (unmeasured), then `fresh` short requests of their own
+    (measured, one every half second: no queue), then each session resumed (measured): the
+    resumes are the slowest requests, so they set the p99 and not the p50."""
+    sessions = session_replay()
+    first, resumes = sessions[:6], sessions[6:]
+    start = 6 * 0.5
+    short = [
+        ReplayedRequest(start + i * 0.5, BLOCK, (50_000 + i,), 8, measured=True)
+        for i in range(fresh)
+    ]
+    later = start + fresh * 0.5
+    resumed = [replace(request, send_at_s=later + i * 0.5) for i, request in enumerate(resumes)]
+    return first + short + resumed
+
+
+def test_a_tail_effect_moves_the_p99_change_and_not_the_p50_change():
+    """The offload tier shortens only the resumed sessions' prefill: the slowest few requests.
+    The p50 change stays at the connector's own cost on the short requests (a few % slower)
+    while the p99 change, read from the same runs, falls to a fraction (evicted prefixes loaded
+    instead of prefilled again)."""
+    prediction = predict_replay_ttft(
+        SMALL_CACHE, tail_replay(), 2, trace_block_tokens=BLOCK, offload_gib=4.0
+    )
+    p50 = prediction.statistic_changes["p50"]["offload/resident"]
+    p99 = prediction.statistic_changes["p99"]["offload/resident"]
+    assert prediction.changes == prediction.statistic_changes["p50"]
+    assert 1.0 < p50.low <= p50.high < 1.1
+    assert p99.high < 0.5
+    assert p99.runs == p50.runs == 8
+    assert set(prediction.statistic_changes) == set(STATISTICS)
+
+
+def test_every_statistic_comes_from_one_set_of_runs(monkeypatch):
+    """As many engine runs as the p50 alone took: 4 for each baseline arm, 8 for offload."""
+    calls = []
+    real = replay_predict.replay_ttfts
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_predict, "replay_ttfts", counted)
+    prediction = predict_replay_ttft(
+        SMALL_1B, burst(4), 2, trace_block_tokens=BLOCK, offload_gib=1.0
+    )
+    assert len(calls) == sum(band.runs for band in prediction.arms.values()) == 16

@@ -13,7 +13,7 @@ from simhost.engine.replay_predict import (
     ReplayedRequest,
     engine_hashes,
     predict_replay_ttft,
-    replay_ttft_p50,
+    replay_ttfts,
     served_requests,
 )
 
@@ -125,6 +125,6 @@ def test_a_request_sent_mid_step_is_clocked_from_its_send_or_from_the_step_start
     config = arm_config(SMALL_1B, "resident")
     long_first = ReplayedRequest(0.0, 4096, (1, 2, 3, 4, 5, 6, 7, 8), 1, measured=False)
     mid_step = ReplayedRequest(0.001, 512, (9,), 1)
-    at_send = replay_ttft_p50(config, [long_first, mid_step], 2, BLOCK)
-    at_start = replay_ttft_p50(config, [long_first, mid_step], 2, BLOCK, from_step_start=True)
+    (at_send,) = replay_ttfts(config, [long_first, mid_step], 2, BLOCK)
+    (at_start,) = replay_ttfts(config, [long_first, mid_step], 2, BLOCK, from_step_start=True)
     assert at_start == pytest.approx(at_send + 0.001)

@@ -22,8 +22,10 @@ MODEL_ERROR = (
     ": a model error, not a tier defect (the band is the planner's run of the replay, not an "
     "agreed bar); never the G3 verdict"
 )
-# The TTFT changes a tier may carry (offload p50 / baseline p50, simhost.engine.replay_predict).
+# The TTFT changes a tier may carry (offload p50 / baseline p50, simhost.engine.replay_predict)
+# under `changes`, and the same for the other TTFT statistics under `metric_changes` by metric.
 CHANGES = ("offload/recompute", "offload/resident")
+CHANGE_METRICS = ("ttft_mean", "ttft_p90", "ttft_p99")
 # Recorded beside each band as the planner said it; shown, never read by the rows.
 CARRIED = {"modelled": int, "kept": int, "refused": int, "capped": bool, "assumes": str}
 
@@ -44,21 +46,33 @@ def parse_ttft_band(band: Any, field: str) -> TtftBandContext:
     parsed: TtftBandContext = {"tier": tier, "arms": {}}
     for kind, ends in sorted(arms.items()):
         parsed["arms"][kind] = _ends(ends, f"{field}.arms.{kind}")
-    changes = band.get("changes")
-    if changes is not None:  # a context from before the change bands has none: no change row
-        if not isinstance(changes, dict) or not set(changes) <= set(CHANGES):
+    if band.get("changes") is not None:  # a context from before the change bands: no row
+        parsed["changes"] = _changes(band["changes"], f"{field}.changes")
+    by_metric = band.get("metric_changes")
+    if by_metric is not None:  # a context from before them: the p50 row only
+        if not isinstance(by_metric, dict) or not set(by_metric) <= set(CHANGE_METRICS):
             raise EvidenceError(
-                f"{field}.changes", f"must map TTFT changes ({', '.join(CHANGES)}) to bands"
+                f"{field}.metric_changes",
+                f"must map TTFT metrics ({', '.join(CHANGE_METRICS)}) to change bands",
             )
-        parsed["changes"] = {
-            name: _ends(ends, f"{field}.changes.{name}", "[low, high]")
-            for name, ends in sorted(changes.items())
+        parsed["metric_changes"] = {
+            metric: _changes(changes, f"{field}.metric_changes.{metric}")
+            for metric, changes in sorted(by_metric.items())
         }
     for name, kind_of in CARRIED.items():
         value = band.get(name)
         if isinstance(value, kind_of) and (kind_of is bool or not isinstance(value, bool)):
             parsed[name] = value  # type: ignore[literal-required]
     return parsed
+
+
+def _changes(changes: Any, field: str) -> dict[str, list[float]]:
+    if not isinstance(changes, dict) or not set(changes) <= set(CHANGES):
+        raise EvidenceError(field, f"must map TTFT changes ({', '.join(CHANGES)}) to bands")
+    return {
+        name: _ends(ends, f"{field}.{name}", "[low, high]")
+        for name, ends in sorted(changes.items())
+    }
 
 
 def _ends(ends: Any, field: str, shape: str = "[low_ms, high_ms]") -> list[float]:

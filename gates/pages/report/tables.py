@@ -218,15 +218,17 @@ def _replay_ttft_band(check: Mapping[str, Any]) -> ClauseRow:
 
 
 def _replay_ttft_change(check: Mapping[str, Any]) -> ClauseRow:
-    """A G3 offload cell's measured TTFT change over a baseline arm against the planner's
-    paired band for it."""
+    """A G3 offload cell's measured TTFT change (of the statistic its clause judges) over a
+    baseline arm against the planner's paired band for it."""
     row = _check_row(
         check,
         "TTFT change within the planner's band for the replay (advisory, never the verdict)",
         bar=_fact(check.get("expected"), ""),
         estimate=_fact(check.get("observed"), ""),
     )
-    cell = f"{check.get('arm')}/{check.get('baseline')}, c={_text(check.get('tier'))}"
+    # a row stored before the rows named their statistic is TTFT p50's
+    metric = check.get("metric") or "ttft_p50"
+    cell = f"{check.get('arm')}/{check.get('baseline')} {metric}, c={_text(check.get('tier'))}"
     return replace(row, name=f"{row.name} {cell}")
 
 

@@ -98,5 +98,6 @@ def _cache_key(
         "recorded": recorded,
     }
     canonical = json.dumps(inputs, sort_keys=True, default=str).encode()
-    # the version changes with the model, so a stale band is never read back
-    return "replay-ttft:v4:" + hashlib.sha256(canonical).hexdigest()
+    # the version changes with the model, so a stale band is never read back (v5: every TTFT
+    # statistic's change band, the p50 read at the nearest rank)
+    return "replay-ttft:v5:" + hashlib.sha256(canonical).hexdigest()

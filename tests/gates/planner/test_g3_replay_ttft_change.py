@@ -22,7 +22,14 @@ __all__ = ["api"]
 
 # decided_upload's offload cells measure 0.6 of the baseline's TTFT p50 in every repetition:
 # below a predicted change of 0.7 to 0.9.
-CHANGED = [{**PREDICTED[0], "changes": {"offload/resident": [0.7, 0.9]}}]
+# The p99 band rides along (the clause judges the p50, so the row is the p50's).
+CHANGED = [
+    {
+        **PREDICTED[0],
+        "changes": {"offload/resident": [0.7, 0.9]},
+        "metric_changes": {"ttft_p99": {"offload/resident": [0.4, 0.8]}},
+    }
+]
 
 
 @pytest.fixture
@@ -37,6 +44,7 @@ def test_the_offload_cell_s_change_is_held_to_the_band_and_the_bundle_carries_it
     assert result["inputs"]["context"]["replay_ttft_predictions"] == CHANGED
     (row,) = result["replay_ttft_changes"]
     assert (row["arm"], row["baseline"], row["tier"]) == ("offload", "baseline", 8)
+    assert row["metric"] == "ttft_p50" and row["cause"].startswith("TTFT p50 offload / baseline")
     assert row["measured_ratio"] == pytest.approx(0.6) and row["position"] == "below"
     assert row["verdict"] == "inconclusive" and "a model error, not a tier defect" in row["cause"]
     assert changed_g3.verdict == "pass"
@@ -59,6 +67,18 @@ def test_the_offload_cell_s_change_is_held_to_the_band_and_the_bundle_carries_it
         for p in problems
     ), problems
 
+    def renamed(members):  # the row's statistic is recorded and decided again
+        edited_json(
+            members,
+            layout.DECISION,
+            lambda decision: decision["result"]["replay_ttft_changes"][0].update(
+                {"metric": "ttft_p99"}
+            ),
+        )
+
+    problems = verify_bundle(resealed(data, renamed)).problems
+    assert any("result.replay_ttft_changes[0].metric: recorded" in p for p in problems), problems
+
 
 def test_the_change_row_is_on_the_gate_and_run_pages_the_report_and_the_api(
     changed_g3, vendor_admin, api
@@ -75,8 +95,9 @@ def test_the_change_row_is_on_the_gate_and_run_pages_the_report_and_the_api(
         section = html[html.index('id="replay-ttft-changes"') :]
         assert "below the band" in section and "0.700 (-30.0 %) to 0.900 (-10.0 %)" in section
         assert "offload/baseline c=8" in section and "advisory: never the verdict" in section
+        assert 'data-metric="ttft_p50"' in section and "<td>ttft_p50</td>" in section
     report = client.get(reverse("gates:gate-report", args=[changed_g3.gate_id]))
-    assert "replay_ttft_change offload/baseline, c=8" in report.content.decode()
+    assert "replay_ttft_change offload/baseline ttft_p50, c=8" in report.content.decode()
     body = api.get(reverse("api:gate-detail", args=[changed_g3.gate_id])).json()
     assert body["latest_decision"]["replay_ttft_changes"] == [row]
 

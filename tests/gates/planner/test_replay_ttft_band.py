@@ -63,6 +63,16 @@ def test_each_tier_carries_the_paired_ttft_change_inside_the_independent_extreme
             assert high / low >= (1 + RESOLUTION) / (1 - RESOLUTION)
 
 
+def test_each_tier_carries_every_other_ttft_statistic_s_change_by_clause_metric():
+    (band,) = replay_ttft_bands(records, WORKLOAD, [4], DEPLOYMENT, recorded(tiers=(4,)))
+    assert set(band["metric_changes"]) == {"ttft_mean", "ttft_p90", "ttft_p99"}
+    for changes in band["metric_changes"].values():
+        assert set(changes) == {"offload/resident", "offload/recompute"}
+        for low, high in changes.values():
+            assert 0 < low < high and high / low >= (1 + RESOLUTION) / (1 - RESOLUTION)
+    assert parse_g3_ttft_bands({"replay_ttft_predictions": [band]}) == [band]
+
+
 def test_the_cap_is_recorded_when_the_replay_sends_more(monkeypatch):
     monkeypatch.setattr("gates.planner.replay_band.MAX_REQUESTS", 10)
     (band,) = replay_ttft_bands(records, WORKLOAD, [1], DEPLOYMENT, recorded(tiers=(1,)))

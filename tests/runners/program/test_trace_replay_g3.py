@@ -94,8 +94,10 @@ def test_g3_replays_the_customers_trace_on_every_arm_and_checks_its_fidelity(
     assert row["position"] in ("within", "below", "above") and len(row["ttft_p50_ms"]) == 4, row
     # ... and the TTFT change the clauses judge, from the same runs paired by seed and clock
     assert set(predicted["changes"]) == {"offload/resident", "offload/recompute"}, predicted
+    assert set(predicted["metric_changes"]) == {"ttft_mean", "ttft_p90", "ttft_p99"}, predicted
     changes = decision.result["replay_ttft_changes"]
     assert changes and all(len(change["ratios"]) == 4 for change in changes), changes
+    assert [change["metric"] for change in changes] == ["ttft_p50"], changes  # the clause's
     assert all(change["position"] in ("within", "below", "above") for change in changes)
     # Its evidence bundle verifies offline, every replayed cell's fidelity recomputed.
     report = verify_bundle(bundle_for_decision(decision)[0])

@@ -1,7 +1,7 @@
-"""G3's offload cells of a replayed trace: their measured TTFT change (offload p50 / baseline
-p50, paired by repetition) against the planner's paired band. A row per offload arm, baseline
-and tier (within, below, above, or why not told), advisory: the verdict, its reasons and
-clauses are the same with and without it."""
+"""G3's offload cells of a replayed trace: their measured TTFT change (offload statistic /
+baseline statistic, paired by repetition) against the planner's paired band. A row per offload
+arm, baseline, statistic a TTFT clause judges and tier (within, below, above, or why not told),
+advisory: the verdict, its reasons and clauses are the same with and without it."""
 
 from __future__ import annotations
 
@@ -50,7 +50,11 @@ def test_the_measured_change_is_within_below_or_above_and_the_decision_is_otherw
     assert result["replay_ttft_bands"] == without["replay_ttft_bands"]
     (row,) = result["replay_ttft_changes"]
     assert (row["arm"], row["baseline"], row["tier"]) == ("offload", "baseline", 8)
-    assert (row["check"], row["advisory"]) == ("replay_ttft_change", True)
+    assert (row["check"], row["advisory"], row["metric"]) == (
+        "replay_ttft_change",
+        True,
+        "ttft_p50",
+    )
     assert (row["position"], row["verdict"]) == (position, row_verdict)
     assert row["ratios"] == pytest.approx(PASSING)
     assert row["measured_ratio"] == pytest.approx(GEOMEAN)
@@ -141,6 +145,102 @@ def test_the_context_keeps_the_change_bands_for_the_signed_bundle():
 def test_a_malformed_change_band_is_an_evidence_error_naming_the_field(changes, field):
     context = predicted((8, 600.0, 650.0))
     context["replay_ttft_predictions"][0]["changes"] = changes
+    with pytest.raises(EvidenceError) as error:
+        decide_g3(g3_spec(), paired(PASSING), context)
+    assert field in str(error.value)
+
+
+P99_RATIOS = [0.30, 0.32, 0.29, 0.31]  # the tail gains far more than the median (PASSING)
+
+
+def tail_paired() -> list[dict]:
+    """PASSING's p50 ratios, and p99 ratios of P99_RATIOS by repetition."""
+    rows = paired(PASSING)
+    for row in rows:
+        rep, ttft = row["repetition"], row["metrics"]["ttft_ms"]["median"]
+        base = 3000.0 * (1 + 0.01 * rep)
+        p99 = base * P99_RATIOS[rep - 1] if row["arm"] == "offload" else base
+        row["metrics"]["ttft_ms"] = {"median": ttft, "p99": p99}
+    return rows
+
+
+P99_CLAUSE = {
+    "metric": "ttft_p99",
+    "compare": "offload/baseline",
+    "change": "reduction",
+    "at_least_pct": 25,
+    "tiers": "all",
+}
+
+
+def p99_spec(clauses: list[dict]) -> dict:
+    """A G3 spec whose cells send enough requests for a p99 (the spec's own check)."""
+    workload = {**g3_spec()["workload"], "num_prompts": 1000}
+    return g3_spec(clauses, workload=workload)
+
+
+def test_a_p99_clause_gets_a_p99_row_against_the_p99_change_band():
+    context = with_changes(predicted((8, 600.0, 650.0)), offload_resident=[0.55, 0.65])
+    band = context["replay_ttft_predictions"][0]
+    band["metric_changes"] = {"ttft_p99": {"offload/resident": [0.25, 0.35]}}
+    result = decide_g3(p99_spec([P99_CLAUSE]), tail_paired(), context)
+    (row,) = result["replay_ttft_changes"]
+    assert row["metric"] == "ttft_p99"
+    assert row["ratios"] == pytest.approx(P99_RATIOS)
+    geomean = math.exp(sum(map(math.log, P99_RATIOS)) / len(P99_RATIOS))
+    assert row["measured_ratio"] == pytest.approx(geomean)
+    assert (row["band_low"], row["band_high"], row["position"]) == (0.25, 0.35, "within")
+    assert row["cause"].startswith("TTFT p99 offload / baseline")
+    # the p50's band would call the same cell below it: the rows read the clause's statistic
+    band["metric_changes"] = {"ttft_p99": {"offload/resident": [0.55, 0.65]}}
+    (below,) = decide_g3(p99_spec([P99_CLAUSE]), tail_paired(), context)["replay_ttft_changes"]
+    assert below["position"] == "below"
+    assert any(
+        n.startswith("replay_ttft_change offload/baseline ttft_p99 c=8")
+        for n in decide_g3(p99_spec([P99_CLAUSE]), tail_paired(), context)["notes"]
+    )
+
+
+def test_clauses_on_two_statistics_get_a_row_each_p50_first():
+    context = with_changes(predicted((8, 600.0, 650.0)), offload_resident=[0.55, 0.65])
+    context["replay_ttft_predictions"][0]["metric_changes"] = {
+        "ttft_p99": {"offload/resident": [0.25, 0.35]}
+    }
+    clauses = [P99_CLAUSE, {**P99_CLAUSE, "metric": "ttft_p50"}]
+    rows = decide_g3(p99_spec(clauses), tail_paired(), context)["replay_ttft_changes"]
+    assert [(row["metric"], row["position"]) for row in rows] == [
+        ("ttft_p50", "within"),
+        ("ttft_p99", "within"),
+    ]
+
+
+def test_a_context_from_before_the_other_statistics_gives_the_p50_row_and_says_so():
+    context = with_changes(predicted((8, 600.0, 650.0)), offload_resident=[0.55, 0.65])
+    (row,) = decide_g3(p99_spec([P99_CLAUSE]), tail_paired(), context)["replay_ttft_changes"]
+    assert (row["metric"], row["position"]) == ("ttft_p50", "within")
+    assert row["ratios"] == pytest.approx(PASSING)
+    assert "judges TTFT p99, whose change band was not predicted" in row["cause"]
+
+
+def test_a_statistic_the_context_has_no_band_for_says_so():
+    context = with_changes(predicted((8, 600.0, 650.0)), offload_resident=[0.55, 0.65])
+    context["replay_ttft_predictions"][0]["metric_changes"] = {}
+    (row,) = decide_g3(p99_spec([P99_CLAUSE]), tail_paired(), context)["replay_ttft_changes"]
+    assert row["metric"] == "ttft_p99" and "position" not in row
+    assert row["cause"] == "no TTFT p99 change band from the planner for offload/resident at c=8"
+
+
+@pytest.mark.parametrize(
+    ("metric_changes", "field"),
+    [
+        ({"ttft_p50": {"offload/resident": [0.5, 0.7]}}, "[0].metric_changes"),
+        ({"ttft_p99": {"offload/fast": [0.5, 0.7]}}, "[0].metric_changes.ttft_p99"),
+        ({"ttft_p99": {"offload/resident": [0.7, 0.5]}}, "metric_changes.ttft_p99.offload/resid"),
+    ],
+)
+def test_a_malformed_statistic_band_is_an_evidence_error_naming_the_field(metric_changes, field):
+    context = with_changes(predicted((8, 600.0, 650.0)), offload_resident=[0.55, 0.65])
+    context["replay_ttft_predictions"][0]["metric_changes"] = metric_changes
     with pytest.raises(EvidenceError) as error:
         decide_g3(g3_spec(), paired(PASSING), context)
     assert field in str(error.value)
