@@ -315,6 +315,8 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 2,
 }
 CELERY_TIMEZONE = "UTC"
+# Tasks keep their database connection as requests do (config/celery.py says why).
+CELERY_DB_REUSE_MAX = envint("CELERY_DB_REUSE_MAX", 1000)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Runs: a task drives a run for at most TASK_BUDGET seconds, then hands over to a fresh task.
 TOLLGATE_TASK_BUDGET_S = envint("TOLLGATE_TASK_BUDGET_S", 45)

@@ -20,9 +20,11 @@ from runners.workloads import spec_context_tokens
 DEFAULT_RUN_ROOT = "/tmp/tollgate"  # noqa: S108 (a per-run directory on the GPU host)
 
 
-def run_execution(run: Run) -> RunPlan:
+def run_execution(run: Run, *, inventory: bool = True) -> RunPlan:
     """Everything runners.program.driver needs for this run, without model instances. Every value is
-    checked on the way (RunPlan refuses a bad one, naming it), before anything reaches the host."""
+    checked on the way (RunPlan refuses a bad one, naming it), before anything reaches the host.
+    Without `inventory` the plan holds no accepted inventory: a soak tick reads the host and
+    never runs the inventory check, and looking it up was four queries of every tick."""
     host = run.host
     profile = run.profile_snapshot or run_profile_snapshot(host)
     spec = run.spec.document
@@ -45,7 +47,7 @@ def run_execution(run: Run) -> RunPlan:
         retry_window_s=host_retry_window(host),
         keep_run_dir=host.parameters.get("keep_run_dir", False),
         accepted_inventory=None
-        if run.gate.kind == "G1"
+        if run.gate.kind == "G1" or not inventory
         else accepted_inventory(run.gate.engagement),
         window_start=(run.started_at or run.created_at).timestamp(),
         trace_source=_trace_source(run.gate.engagement),

@@ -108,15 +108,15 @@ def soak_tick_claim(run_id: int) -> SoakTick | None:
     )
     if claimed != 1:
         return None
-    soak = Soak.objects.select_related("run__spec", "run__host__profile", "run__gate").get(
-        run_id=run_id
-    )
+    soak = Soak.objects.select_related(
+        "run__spec", "run__host__profile", "run__gate__engagement"
+    ).get(run_id=run_id)
     return _tick_input(soak, token)
 
 
 def _tick_input(soak: Soak, token: str) -> SoakTick:
     run = soak.run
-    plan = run_execution(run)
+    plan = run_execution(run, inventory=False)
     paths = collector.SoakPaths(soak.run_dir)
     wanted = soak.deadline_wanted if soak.deadline_wanted != soak.deadline else None
     host = collector.TickState(
@@ -163,13 +163,21 @@ def soak_tick_record(tick: SoakTick, report: collector.TickOutcome) -> str:
             return "ended"
         if report.killed:
             return _end_canceled(soak)
-        stored = _store_windows(soak, read.windows)
+        rows = _store_windows(soak, read.windows)
         _note_contact(soak, read, report)
-        soak.save()
+        soak.save(update_fields=_RECORDED_FIELDS)
         if soak.health.get("fault"):
             # Before any verdict: a window the host spoiled is no product failure.
             return _infra_error(soak, soak.health["fault"])
-        return _next_move(soak, read, report, stored)
+        return _next_move(soak, read, report, rows)
+
+
+# What _store_windows and _note_contact change: the rest of the row (run_dir, the provisional
+# verdict, the claim's fields) is not rewritten by each tick.
+_RECORDED_FIELDS = (  # noqa: SIM905 (one per line would push the module past 400 lines)
+    "gaps last_seq summary health offset last_contact_at unreachable_since heartbeat_age_s "
+    "started deadline deadline_wanted agent_exit generation notes"
+).split()
 
 
 def soak_tick_unreachable(tick: SoakTick, problem: str) -> str:
@@ -204,12 +212,13 @@ def _lock_running(run_id: int) -> Soak | None:
     return soak
 
 
-def _store_windows(soak: Soak, windows: list[collector.Window]) -> int:
-    """Insert the new windows; a seq already stored is skipped by the unique constraint."""
+def _store_windows(soak: Soak, windows: list[collector.Window]) -> list[SoakSample]:
+    """Insert the new windows (returned, as built); a seq already stored is skipped by the
+    unique constraint."""
     fresh = [window for window in windows if window.seq > soak.last_seq]
     if not fresh:
-        return 0
-    previous = soak.run.soak_samples.order_by("-seq").first()
+        return []
+    previous = _last_window(soak)
     rows = [
         SoakSample.of_window(
             run_id=soak.run_id,
@@ -225,14 +234,25 @@ def _store_windows(soak: Soak, windows: list[collector.Window]) -> int:
         run_id=soak.run_id,
         artifacts=[artifact for window in fresh for artifact in collector.window_artifacts(window)],
     )
-    chain = [_as_window(previous)] if previous else []
+    chain = [previous] if previous else []
     # The stored (microsecond) times, as the decision reads them: a verifier re-finds the gaps.
     chain += [_as_window(row) for row in rows]
     soak.gaps = [*soak.gaps, *timeline.find_gaps(chain)]
     soak.last_seq = max(soak.last_seq, fresh[-1].seq)
     soak_summary_fold(soak, rows)
     _watch_health(soak, rows)
-    return len(fresh)
+    return rows
+
+
+def _last_window(soak: Soak) -> tuple[int, float, float, dict] | None:
+    """The last stored window as find_gaps reads it: only what a gap's cause needs of its
+    metrics, not the whole row (a model instance and all its JSON each tick)."""
+    fields = ("seq", "window_start", "window_end", "metrics__boot_id", "metrics__agent_pid")
+    last = soak.run.soak_samples.order_by("-seq").values_list(*fields).first()
+    if last is None:
+        return None
+    seq, start, end, boot_id, agent_pid = last
+    return seq, start.timestamp(), end.timestamp(), {"boot_id": boot_id, "agent_pid": agent_pid}
 
 
 def _watch_health(soak: Soak, rows: list[SoakSample]) -> None:
@@ -277,7 +297,9 @@ def _note(text: str) -> dict:
     return {"at": timezone.now().isoformat(), "note": text}
 
 
-def _next_move(soak: Soak, read: collector.Read, report: collector.TickOutcome, stored: int) -> str:
+def _next_move(
+    soak: Soak, read: collector.Read, report: collector.TickOutcome, rows: list[SoakSample]
+) -> str:
     if read.exit is not None and not read.windows:
         return _finish(soak, read.exit)
     lost = not (report.agent_running or report.relaunched or read.windows)
@@ -288,7 +310,8 @@ def _next_move(soak: Soak, read: collector.Read, report: collector.TickOutcome, 
         return _infra_error(
             soak, f"nobody observed the soak for {unobserved:.0f} s, more than the spec allows"
         )
-    if stored and _provisional_due(soak, read.windows):
+    stored = len(rows)
+    if stored and _provisional_due(soak, read.windows, rows):
         soak.provisional = {**soak_decide(soak), "computed_at": read.now}
         soak.save(update_fields=["provisional"])
         if soak.provisional["verdict"] == "fail" and soak.state == Soak.State.ACTIVE:
@@ -299,7 +322,7 @@ def _next_move(soak: Soak, read: collector.Read, report: collector.TickOutcome, 
     return f"stored {stored} window(s)"
 
 
-def _provisional_due(soak: Soak, fresh: list[collector.Window]) -> bool:
+def _provisional_due(soak: Soak, fresh: list[collector.Window], rows: list[SoakSample]) -> bool:
     """Re-judge the soak when a new window shows trouble (a crash, failed requests: the early
     stop must not wait), else at most every TOLLGATE_SOAK_PROVISIONAL_S: re-judging reads the
     summary (about 80 ms at the end of a 72 h soak of 10 s windows), a tick stays far below."""
@@ -307,11 +330,20 @@ def _provisional_due(soak: Soak, fresh: list[collector.Window]) -> bool:
         return True
     if any(window.line.get("crashed") for window in fresh):
         return True
-    samples = soak.run.soak_samples.filter(seq__in=[window.seq for window in fresh])
-    if any((metrics or {}).get("failed") for metrics in samples.values_list("metrics", flat=True)):
+    if any(_failed_requests(soak, fresh, rows)):
         return True
     last = soak.provisional.get("computed_at") or 0
     return fresh[-1].line["end"] - last >= settings.TOLLGATE_SOAK_PROVISIONAL_S
+
+
+def _failed_requests(soak: Soak, read: list[collector.Window], rows: list[SoakSample]) -> list:
+    """The `failed` count of each window read: from the rows this tick just built, and only
+    for a window stored by an earlier tick (a repeated read) from the database."""
+    built = {row.seq for row in rows}
+    earlier = [window.seq for window in read if window.seq not in built]
+    stored = soak.run.soak_samples.filter(seq__in=earlier) if earlier else SoakSample.objects.none()
+    metrics = [row.metrics for row in rows] + list(stored.values_list("metrics", flat=True))
+    return [(sample or {}).get("failed") for sample in metrics]
 
 
 def _unobserved_s(soak: Soak, read: collector.Read, *, agent_down: bool) -> float:

@@ -67,7 +67,7 @@ def test_stored_windows_carry_their_metrics_numbers_as_columns(soak):
         collector.Window(line=window_line(1)),  # the bench left nothing: most metrics are None
         collector.Window(line=window_line(2, crashed=True, crash="server exited 137")),
     ]
-    assert soak_service._store_windows(soak, windows) == 3
+    assert len(soak_service._store_windows(soak, windows)) == 3
     full, empty, crashed = SoakSample.objects.filter(run=soak.run).order_by("seq")
     for sample in (full, empty, crashed):
         assert stored_columns(sample) == expected_columns(sample.metrics)
