@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from gates import services
-from gates.models import Alert, Gate, Run, SpecSignature
+from gates.models import Alert, AlertPreference, Gate, Run, SpecSignature
 from gates.services.contract.power import UnderpoweredSpecError, spec_power
 from tests.contract import sign_as_both
 from tests.gates.services.test_attempts import decided_attempt
@@ -141,8 +141,6 @@ def test_inconclusive_attempts_that_spend_the_budget_raise_the_review_not_a_mute
     attempts. The second opens the review; its alert is the critical review (with the line
     saying both signed it underpowered), not the switchable 'inconclusive' that says it does not
     count, which a person may have muted."""
-    from gates.models import AlertPreference
-
     AlertPreference.objects.create(user=customer_viewer, muted_events=["gate_inconclusive"])
     gate = g3_at_stated_cv(actor, engagement, 10)
     sign_as_both(gate, acknowledge_underpowered=True)

@@ -29,6 +29,11 @@ T0 = 1.8e9
 def due_soak(engagement, customer_org, settings, tmp_path) -> Soak:
     settings.TOLLGATE_SOAK_TICK_S = 30
     settings.TOLLGATE_SOAK_POKE_S = 60
+    return leased_due_soak(engagement, customer_org, tmp_path)
+
+
+def leased_due_soak(engagement, customer_org, tmp_path) -> Soak:
+    """A G4 soak whose tick is due, its run holding the lease on a simhost host."""
     host = local_simhost(customer_org, tmp_path)
     gate = engagement.gates.get(kind="G4")
     run = Run.objects.create(

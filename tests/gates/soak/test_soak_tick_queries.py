@@ -13,9 +13,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from gates.models import Artifact, Host, Run, Soak, SoakSample
+from gates.models import Artifact, Soak, SoakSample
 from runners.soak import collector
-from tests.simhosts import local_simhost
+from tests.gates.soak.test_soak_tick_claims import leased_due_soak
 from worker import tasks
 
 pytestmark = pytest.mark.django_db
@@ -54,16 +54,7 @@ def raw_window(seq: int) -> collector.Window:
 @pytest.fixture
 def due_soak(engagement, customer_org, settings, tmp_path) -> Soak:
     settings.TOLLGATE_SOAK_PROVISIONAL_S = 300
-    host = local_simhost(customer_org, tmp_path)
-    gate = engagement.gates.get(kind="G4")
-    run = Run.objects.create(
-        gate=gate, spec=gate.current_spec, host=host, attempt=1, state=Run.State.RUNNING
-    )
-    Host.objects.filter(pk=host.pk).update(lease_run=run, fencing_token=7)
-    Run.objects.filter(pk=run.pk).update(lease_token=7)
-    return Soak.objects.create(
-        run=run, run_dir="/tmp/x", agent_sha256="0" * 64, started=T0, next_tick_at=timezone.now()
-    )
+    return leased_due_soak(engagement, customer_org, tmp_path)
 
 
 @pytest.fixture
